@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The verbs that change something (set, reset, apply, reload), monitor and check-config. */
+#include <inttypes.h>
+#include <signal.h>
+
+#include "bus-api.h"
+#include "config-build.h"
+#include "config.h"
+#include "ctl.h"
+#include "log.h"
+#include "util.h"
+
+/* Opens the bus and checks that the daemon is there; mutating verbs need it. */
+static int daemon_bus(const char *verb, sd_bus **ret) {
+        int r = ctl_bus_open(ret);
+        if (r < 0) {
+                log_error_errno(r, "%s: stablepagesd is not running: cannot connect to the system bus: %m", verb);
+                return EXIT_FAIL;
+        }
+        if (!ctl_daemon_running(*ret)) {
+                log_error("%s: stablepagesd is not running (%s is not on the system bus).", verb, BUS_NAME);
+                return EXIT_FAIL;
+        }
+        return EXIT_OK;
+}
+
+int verb_set(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *message;
+        uint64_t flags = (arg_runtime ? SET_FLAG_RUNTIME : 0) | (arg_force ? SET_FLAG_FORCE : 0) |
+                         (arg_apply ? SET_FLAG_APPLY : 0);
+
+        if (setting_from_string(argv[1]) < 0) {
+                log_error("set %s: expected on, off or auto, not \"%s\".", argv[0], argv[1]);
+                return EXIT_USAGE;
+        }
+        int r = daemon_bus("set", &bus);
+        if (r != EXIT_OK)
+                return r;
+        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "SetDevicePolicy", &error, &reply,
+                               "sst", argv[0], argv[1], flags);
+        if (r < 0)
+                return ctl_call_error(argv[0], &error, r);
+        if (sd_bus_message_read(reply, "s", &message) >= 0)
+                printf("%s\n", message);
+        return EXIT_OK;
+}
+
+int verb_reset(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        int r = daemon_bus("reset", &bus);
+        if (r != EXIT_OK)
+                return r;
+        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error, NULL,
+                               "st", argv[0], arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
+        if (r < 0)
+                return ctl_call_error(argv[0], &error, r);
+        return EXIT_OK;
+}
+
+int verb_apply(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        int ret = EXIT_OK;
+
+        int r = daemon_bus("apply", &bus);
+        if (r != EXIT_OK)
+                return r;
+        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Apply");
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, argv);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "t", arg_remount ? APPLY_FLAG_REMOUNT : UINT64_C(0));
+        if (r < 0)
+                return log_error_errno(r, "Cannot build the call: %m"), EXIT_FAIL;
+        r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0)
+                return ctl_call_error("apply", &error, r);
+
+        r = sd_bus_message_enter_container(reply, 'a', "(sbbbs)");
+        while (r >= 0) {
+                const char *name, *message;
+                int ok, changed, value;
+                r = sd_bus_message_read(reply, "(sbbbs)", &name, &ok, &changed, &value, &message);
+                if (r <= 0)
+                        break;
+                if (!ok) {
+                        log_error("%s", message);
+                        ret = EXIT_FAIL;
+                } else
+                        printf("%s\n", message);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+        return ret;
+}
+
+int verb_reload(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        int r = daemon_bus("reload", &bus);
+        if (r != EXIT_OK)
+                return r;
+        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Reload", &error, NULL, "");
+        if (r < 0)
+                return ctl_call_error("reload", &error, r);
+        return EXIT_OK;
+}
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *member = sd_bus_message_get_member(m);
+        const char *path = sd_bus_message_get_path(m);
+        const char *name = "", *s = "";
+        int a = 0, b = 0;
+
+        if (streq(member, "Applied") && sd_bus_message_read(m, "sbbs", &name, &a, &b, &s) >= 0)
+                printf("applied  %s: stable writes %s -> %s: %s\n", name, a ? "on" : "off", b ? "on" : "off", s);
+        else if (streq(member, "Refused") && sd_bus_message_read(m, "ss", &name, &s) >= 0)
+                printf("refused  %s: %s\n", name, s);
+        else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0)
+                printf("reloaded %s\n", a ? "ok" : "with errors, kept the last good configuration");
+        else if (streq(member, "PropertiesChanged")) {
+                _cleanup_free_ char *dev = NULL;
+                if (sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &dev) > 0)
+                        printf("changed  %s\n", dev);
+        }
+        fflush(stdout);
+        return 0;
+}
+
+int verb_monitor(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_event_unrefp) sd_event *event = NULL;
+        int r;
+
+        r = daemon_bus("monitor", &bus);
+        if (r != EXIT_OK)
+                return r;
+        r = sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, NULL, on_signal, NULL);
+        if (r >= 0)
+                r = sd_bus_add_match(bus, NULL,
+                                     "type='signal',sender='" BUS_NAME "',interface='org.freedesktop.DBus.Properties',"
+                                     "member='PropertiesChanged',path_namespace='" BUS_DEVICE_PREFIX "'",
+                                     on_signal, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Cannot subscribe to signals: %m"), EXIT_FAIL;
+        r = sd_event_default(&event);
+        if (r >= 0)
+                r = sd_bus_attach_event(bus, event, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the event loop: %m"), EXIT_FAIL;
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        (void) sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
+        (void) sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
+        fprintf(stderr, "Monitoring %s; press ^C to stop.\n", BUS_NAME);
+        r = sd_event_loop(event);
+        return r < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+int verb_check_config(int argc, char **argv) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_free_ char *file = NULL, *dir = NULL;
+        int r;
+
+        if (argc > 0) {
+                r = config_init_defaults(&c);
+                if (r >= 0)
+                        r = config_parse_file(&c, argv[0], &diags);
+        } else {
+                if (arg_config_dir) {
+                        file = path_join(arg_config_dir, "stablepages.conf");
+                        dir = path_join(arg_config_dir, "stablepages.conf.d");
+                        if (!file || !dir)
+                                return log_oom(), EXIT_FAIL;
+                }
+                r = config_load(file ?: CONFIG_FILE, dir ?: CONFIG_DROPIN_DIR, &c, &diags);
+        }
+        if (r < 0)
+                return log_error_errno(r, "check-config: %m"), EXIT_FAIL;
+        config_diags_print(&diags, stdout);
+        size_t errors = config_diags_errors(&diags);
+        if (errors > 0) {
+                printf("%zu error(s), %zu warning(s)\n", errors, diags.n - errors);
+                return EXIT_FAIL;
+        }
+        if (diags.n > 0)
+                printf("0 errors, %zu warning(s)\n", diags.n);
+        return EXIT_OK;
+}

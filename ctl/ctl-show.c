@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* status and explain: from the daemon over D-Bus, or from sysfs when it is not running. */
+#include <inttypes.h>
+
+#include "bus-api.h"
+#include "ctl.h"
+#include "engine.h"
+#include "log.h"
+#include "table.h"
+#include "util.h"
+
+static const char *const status_header[] = { "DEVICE", "NEED", "KERNEL", "DESIRED", "MOUNTS", "STALL-P99", NULL };
+
+static void say_fallback(void) {
+        fprintf(stderr, "stablepagesd is not running: reading sysfs directly "
+                        "(no mount state, no stall figures).\n");
+}
+
+/* Sets up an engine the way stablepagesd would, read-only. */
+static int local_engine(Engine *e) {
+        _cleanup_free_ char *file = NULL, *dir = NULL;
+        EngineOptions o = {};
+
+        if (arg_config_dir) {
+                file = path_join(arg_config_dir, "stablepages.conf");
+                dir = path_join(arg_config_dir, "stablepages.conf.d");
+                if (!file || !dir)
+                        return log_oom();
+                o.config_file = file;
+                o.dropin_dir = dir;
+        }
+        int r = engine_init(e, &o);
+        if (r < 0)
+                return log_error_errno(r, "Cannot initialize: %m");
+        if ((r = engine_load_config(e)) < 0 || (r = engine_load_overrides(e)) < 0 || (r = engine_scan(e)) < 0)
+                return log_error_errno(r, "Cannot read the devices: %m");
+        return 0;
+}
+
+static int check_local_names(Engine *e, int argc, char **argv) {
+        for (int i = 0; i < argc; i++)
+                if (!engine_find(e, argv[i])) {
+                        log_error("%s: no such block device.", argv[i]);
+                        return EXIT_NO_DEVICE;
+                }
+        return EXIT_OK;
+}
+
+static int status_local(int argc, char **argv) {
+        _cleanup_(engine_done) Engine e = {};
+        _cleanup_(table_freep) Table *t = NULL;
+
+        say_fallback();
+        if (local_engine(&e) < 0)
+                return EXIT_FAIL;
+        int r = check_local_names(&e, argc, argv);
+        if (r != EXIT_OK)
+                return r;
+        if (arg_json != JSON_OFF) {
+                engine_dump_json(&e, argc > 0 ? argv : NULL, stdout, arg_json == JSON_PRETTY);
+                return EXIT_OK;
+        }
+        t = table_new(status_header);
+        if (!t)
+                return log_oom(), EXIT_FAIL;
+        for (size_t i = 0; i < e.table.n; i++) {
+                const EngineDevice *d = &e.devices[i];
+                if (argc > 0 && !strv_contains(argv, d->facts->name))
+                        continue;
+                const char *row[] = { d->facts->name, need_to_string(d->class.need),
+                                      kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
+                                      desired_to_string(d->decision.desired), "?", "-" };
+                if (table_add_row(t, row) < 0)
+                        return log_oom(), EXIT_FAIL;
+        }
+        ctl_pager_open();
+        table_print(t, stdout, arg_legend);
+        return EXIT_OK;
+}
+
+/* Maps each name (disk or partition) to its disk through the daemon. */
+static int resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
+        _cleanup_strv_free_ char **disks = NULL;
+
+        for (int i = 0; i < argc; i++) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                const char *path;
+                _cleanup_free_ char *disk = NULL;
+
+                int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error,
+                                           &reply, "s", argv[i]);
+                if (r < 0)
+                        return ctl_call_error(argv[i], &error, r);
+                r = sd_bus_message_read(reply, "o", &path);
+                if (r < 0)
+                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                r = sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk);
+                if (r <= 0)
+                        return log_error("Bad device path %s.", path), EXIT_FAIL;
+                if (strv_extend(&disks, disk) < 0)
+                        return log_oom(), EXIT_FAIL;
+        }
+        *ret = TAKE_PTR(disks);
+        return EXIT_OK;
+}
+
+int verb_status(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
+        int r;
+
+        if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
+                return status_local(argc, argv);
+
+        r = resolve_names(bus, argc, argv, &disks);
+        if (r != EXIT_OK)
+                return r;
+
+        if (arg_json != JSON_OFF) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+                const char *json;
+
+                r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "DumpJSON");
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(m, disks);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "t", arg_json == JSON_PRETTY ? DUMP_FLAG_PRETTY : UINT64_C(0));
+                if (r < 0)
+                        return log_error_errno(r, "Cannot build the call: %m"), EXIT_FAIL;
+                r = sd_bus_call(bus, m, 0, &error, &reply);
+                if (r < 0)
+                        return ctl_call_error("status", &error, r);
+                r = sd_bus_message_read(reply, "s", &json);
+                if (r < 0)
+                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                fputs(json, stdout);
+                if (!*json || json[strlen(json) - 1] != '\n')
+                        fputc('\n', stdout);
+                return EXIT_OK;
+        }
+
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply, "");
+        if (r < 0)
+                return ctl_call_error("status", &error, r);
+        t = table_new(status_header);
+        if (!t)
+                return log_oom(), EXIT_FAIL;
+        r = sd_bus_message_enter_container(reply, 'a', "(sossssbt)");
+        if (r < 0)
+                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+        for (;;) {
+                const char *name, *path, *need, *kernel, *desired, *mounts;
+                int pending;
+                uint64_t p99;
+                char p99s[32] = "-";
+
+                r = sd_bus_message_read(reply, "(sossssbt)", &name, &path, &need, &kernel, &desired, &mounts,
+                                        &pending, &p99);
+                if (r < 0)
+                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                if (r == 0)
+                        break;
+                if (strv_length(disks) > 0 && !strv_contains(disks, name))
+                        continue;
+                if (p99 != STALL_UNMEASURED_USEC) {
+                        if (p99 >= 10000)
+                                snprintf(p99s, sizeof p99s, "%" PRIu64 "ms", p99 / 1000);
+                        else
+                                snprintf(p99s, sizeof p99s, "%" PRIu64 "us", p99);
+                }
+                const char *row[] = { name, need, kernel, desired, isempty(mounts) ? "-" : mounts, p99s };
+                if (table_add_row(t, row) < 0)
+                        return log_oom(), EXIT_FAIL;
+        }
+        ctl_pager_open();
+        table_print(t, stdout, arg_legend);
+        return EXIT_OK;
+}
+
+static void print_reasons(const char *label, char *const *reasons) {
+        bool first = true;
+        STRV_FOREACH(s, reasons) {
+                printf("  %-9s%s\n", first ? label : "", *s);
+                first = false;
+        }
+}
+
+static int explain_local(const char *name) {
+        _cleanup_(engine_done) Engine e = {};
+
+        say_fallback();
+        if (local_engine(&e) < 0)
+                return EXIT_FAIL;
+        EngineDevice *d = engine_find(&e, name);
+        if (!d)
+                return log_error("%s: no such block device.", name), EXIT_NO_DEVICE;
+        char buf[32];
+        printf("%s (%s, %s): need %s\n", d->facts->name, format_devnum(d->facts->devnum, buf),
+               device_kind_to_string(d->facts->kind), need_to_string(d->class.need));
+        print_reasons("because:", d->class.reasons);
+        printf("  %-9sstable writes %s (queue/stable_writes=%d)\n", "kernel:",
+               kernel_state_to_string(d->facts->stable_writes, d->class.in_force), d->facts->stable_writes);
+        printf("  %-9s%s (%s): %s\n", "desired:", desired_to_string(d->decision.desired),
+               desired_source_to_string(d->decision.source), d->decision.reason);
+        printf("  %-9s%s\n", "setting:", setting_to_string(d->setting));
+        return EXIT_OK;
+}
+
+int verb_explain(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *mounts = NULL;
+        _cleanup_strv_free_ char **reasons = NULL;
+        _cleanup_free_ char *need = NULL, *kind = NULL, *devnum = NULL, *desired = NULL, *source = NULL,
+                            *decision = NULL, *setting = NULL, *dname = NULL;
+        const char *path;
+        int flag = -1, in_force = 0, r;
+
+        if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
+                return explain_local(argv[0]);
+
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error, &reply, "s",
+                               argv[0]);
+        if (r < 0)
+                return ctl_call_error(argv[0], &error, r);
+        if ((r = sd_bus_message_read(reply, "o", &path)) < 0)
+                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+
+#define GET_STRING(prop, var)                                                                              \
+        (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, prop, &error, &var)) < 0
+        if (GET_STRING("Name", dname) || GET_STRING("Need", need) || GET_STRING("Kind", kind) ||
+            GET_STRING("DevNum", devnum) || GET_STRING("Desired", desired) ||
+            GET_STRING("DesiredSource", source) || GET_STRING("DecisionReason", decision) ||
+            GET_STRING("Setting", setting))
+                return ctl_call_error(argv[0], &error, r);
+#undef GET_STRING
+        r = sd_bus_get_property_strv(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Reasons", &error, &reasons);
+        if (r >= 0)
+                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "KernelFlag", &error,
+                                                'i', &flag);
+        if (r >= 0)
+                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "InForce", &error,
+                                                'b', &in_force);
+        if (r >= 0)
+                r = sd_bus_get_property(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Mounts", &error, &mounts,
+                                        "a(sssbs)");
+        if (r < 0)
+                return ctl_call_error(argv[0], &error, r);
+
+        printf("%s (%s, %s): need %s\n", dname, devnum, kind, need);
+        print_reasons("because:", reasons);
+        printf("  %-9sstable writes %s (queue/stable_writes=%d)\n", "kernel:",
+               kernel_state_to_string(flag, in_force), flag);
+        printf("  %-9s%s (%s): %s\n", "desired:", desired, source, decision);
+        printf("  %-9s%s\n", "setting:", setting);
+
+        r = sd_bus_message_enter_container(mounts, 'a', "(sssbs)");
+        for (bool first = true; r >= 0;) {
+                const char *target, *fstype, *effective, *reason;
+                int pending;
+                r = sd_bus_message_read(mounts, "(sssbs)", &target, &fstype, &effective, &pending, &reason);
+                if (r <= 0)
+                        break;
+                printf("  %-9s%s (%s): effective %s%s%s\n", first ? "mounts:" : "", target, fstype, effective,
+                       pending ? ", pending: " : "; ", reason);
+                first = false;
+        }
+        if (r < 0)
+                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+        return EXIT_OK;
+}

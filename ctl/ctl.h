@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* stablepagesctl: shared state of the verbs. */
+
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+
+#include "macro.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
+
+typedef enum JsonMode { JSON_OFF, JSON_SHORT, JSON_PRETTY } JsonMode;
+
+extern JsonMode arg_json;
+extern bool arg_legend;
+extern bool arg_runtime;
+extern bool arg_force;
+extern bool arg_apply;
+extern bool arg_remount;
+extern const char *arg_config_file; /* check-config and the no-daemon fallback */
+extern const char *arg_config_dir;
+
+/* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured). Returns 0 or -errno. */
+int ctl_bus_open(sd_bus **ret);
+
+/* True when stablepagesd owns its name on the bus. */
+bool ctl_daemon_running(sd_bus *bus);
+
+/* Prints "VERB: message" for a failed call and returns the exit code it maps to. */
+int ctl_call_error(const char *what, const sd_bus_error *error, int r);
+
+/* Starts a pager when stdout is a terminal (unless --no-pager). */
+void ctl_pager_open(void);
+
+int verb_status(int argc, char **argv);
+int verb_explain(int argc, char **argv);
+int verb_set(int argc, char **argv);
+int verb_reset(int argc, char **argv);
+int verb_apply(int argc, char **argv);
+int verb_reload(int argc, char **argv);
+int verb_monitor(int argc, char **argv);
+int verb_check_config(int argc, char **argv);

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "bus-api.h"
+#include "config-build.h"
+#include "ctl.h"
+#include "log.h"
+#include "util.h"
+
+JsonMode arg_json = JSON_OFF;
+bool arg_legend = true;
+bool arg_runtime = false;
+bool arg_force = false;
+bool arg_apply = false;
+bool arg_remount = false;
+const char *arg_config_file = NULL;
+const char *arg_config_dir = NULL;
+static bool arg_pager = true;
+
+typedef struct Verb {
+        const char *name;
+        int min_args, max_args; /* not counting the verb; -1: unlimited */
+        int (*dispatch)(int argc, char **argv);
+} Verb;
+
+static const Verb verbs[] = {
+        { "status", 0, -1, verb_status },
+        { "explain", 1, 1, verb_explain },
+        { "set", 2, 2, verb_set },
+        { "reset", 1, 1, verb_reset },
+        { "apply", 0, -1, verb_apply },
+        { "reload", 0, 0, verb_reload },
+        { "monitor", 0, 0, verb_monitor },
+        { "check-config", 0, 1, verb_check_config },
+};
+
+static void help(void) {
+        printf("%s [OPTIONS...] COMMAND ...\n\n"
+               "Show and control the stable-writes decisions of stablepagesd.\n\n"
+               "Commands:\n"
+               "  status [DEVICE...]        Show need, kernel state, desired state, mounts\n"
+               "  explain DEVICE            Show why: the reasons chain and the decision\n"
+               "  set DEVICE on|off|auto    Override the decision for a disk\n"
+               "  reset DEVICE              Remove the override of a disk\n"
+               "  apply [DEVICE...]         Apply the decisions now\n"
+               "  reload                    Make the daemon re-read its configuration\n"
+               "  monitor                   Print changes as they happen\n"
+               "  check-config [FILE]       Check the configuration, report file:line\n\n"
+               "Options:\n"
+               "  -h --help                 Show this help\n"
+               "     --version              Show package version\n"
+               "     --json=pretty|short    Print JSON\n"
+               "     --no-legend            Do not print the table header\n"
+               "     --no-pager             Do not pipe output into a pager\n"
+               "     --runtime              set/reset: only until reboot (kept in /run)\n"
+               "     --force                set: allow off on a device that needs stable writes\n"
+               "     --apply                set: apply the new decision now\n"
+               "     --remount              apply: cycle idle mounted filesystems\n"
+               "     --config-dir=DIR       check-config and the no-daemon fallback: read\n"
+               "                            DIR/stablepages.conf and DIR/stablepages.conf.d/\n\n"
+               "Exit status: 0 success, 1 failure, 2 usage, 4 no such device.\n"
+               "See stablepagesctl(1).\n",
+               program_invocation_short_name);
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_JSON,
+                ARG_NO_LEGEND,
+                ARG_NO_PAGER,
+                ARG_RUNTIME,
+                ARG_FORCE,
+                ARG_APPLY,
+                ARG_REMOUNT,
+                ARG_CONFIG_DIR,
+        };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "json", optional_argument, NULL, ARG_JSON },
+                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+                { "runtime", no_argument, NULL, ARG_RUNTIME },
+                { "force", no_argument, NULL, ARG_FORCE },
+                { "apply", no_argument, NULL, ARG_APPLY },
+                { "remount", no_argument, NULL, ARG_REMOUNT },
+                { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("stablepagesctl %s\n", PACKAGE_VERSION);
+                        return 0;
+                case ARG_JSON:
+                        if (!optarg || streq(optarg, "short"))
+                                arg_json = JSON_SHORT;
+                        else if (streq(optarg, "pretty"))
+                                arg_json = JSON_PRETTY;
+                        else {
+                                log_error("--json= takes pretty or short, not \"%s\".", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_NO_LEGEND:
+                        arg_legend = false;
+                        break;
+                case ARG_NO_PAGER:
+                        arg_pager = false;
+                        break;
+                case ARG_RUNTIME:
+                        arg_runtime = true;
+                        break;
+                case ARG_FORCE:
+                        arg_force = true;
+                        break;
+                case ARG_APPLY:
+                        arg_apply = true;
+                        break;
+                case ARG_REMOUNT:
+                        arg_remount = true;
+                        break;
+                case ARG_CONFIG_DIR:
+                        arg_config_dir = optarg;
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        abort();
+                }
+        return 1;
+}
+
+int ctl_bus_open(sd_bus **ret) {
+        int r = sd_bus_open_system(ret);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+bool ctl_daemon_running(sd_bus *bus) {
+        return bus && sd_bus_get_name_creds(bus, BUS_NAME, 0, NULL) >= 0;
+}
+
+int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
+        if (sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.ServiceUnknown") ||
+            sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.NameHasNoOwner")) {
+                log_error("%s: stablepagesd is not running (%s is not on the system bus).", what, BUS_NAME);
+                return EXIT_FAIL;
+        }
+        if (sd_bus_error_is_set(error))
+                log_error("%s: %s", what, error->message ?: error->name);
+        else
+                log_error_errno(r, "%s: %m", what);
+        if (sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_DEVICE))
+                return EXIT_NO_DEVICE;
+        if (sd_bus_error_has_name(error, BUS_ERROR_INVALID_NAME))
+                return EXIT_USAGE;
+        return EXIT_FAIL;
+}
+
+static pid_t pager_pid = 0;
+
+void ctl_pager_open(void) {
+        int fds[2];
+
+        if (!arg_pager || arg_json != JSON_OFF || !isatty(STDOUT_FILENO) || pager_pid > 0)
+                return;
+        const char *pager = getenv("SYSTEMD_PAGER") ?: getenv("PAGER") ?: "less";
+        if (isempty(pager) || streq(pager, "cat") || pipe2(fds, O_CLOEXEC) < 0)
+                return;
+        pager_pid = fork();
+        if (pager_pid < 0) {
+                pager_pid = 0;
+                close(fds[0]);
+                close(fds[1]);
+                return;
+        }
+        if (pager_pid == 0) {
+                dup2(fds[0], STDIN_FILENO);
+                setenv("LESS", "FRSXMK", 0);
+                execlp("/bin/sh", "sh", "-c", pager, (char *) NULL);
+                _exit(EXIT_FAILURE);
+        }
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+}
+
+static void pager_close(void) {
+        if (pager_pid <= 0)
+                return;
+        fflush(stdout);
+        close(STDOUT_FILENO);
+        (void) waitpid(pager_pid, NULL, 0);
+}
+
+int main(int argc, char *argv[]) {
+        int r;
+
+        log_set_target(LOG_TARGET_STDERR);
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_OK;
+
+        const char *name = optind < argc ? argv[optind] : "status";
+        int nargs = optind < argc ? argc - optind - 1 : 0;
+        char **args = optind < argc ? argv + optind + 1 : argv + argc;
+
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+                const Verb *v = &verbs[i];
+                if (!streq(v->name, name))
+                        continue;
+                if (nargs < v->min_args || (v->max_args >= 0 && nargs > v->max_args)) {
+                        log_error("%s: wrong number of arguments; see --help.", name);
+                        return EXIT_USAGE;
+                }
+                r = v->dispatch(nargs, args);
+                pager_close();
+                return r;
+        }
+        log_error("Unknown command \"%s\"; see --help.", name);
+        return EXIT_USAGE;
+}

@@ -1,0 +1,909 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-api.h"
+#include "bus.h"
+#include "config-build.h"
+#include "log.h"
+#include "util.h"
+
+struct BusService {
+        Manager *manager;
+        sd_bus *bus;
+};
+
+/* A mutating call waiting for polkit's answer. */
+typedef int (*authorized_t)(BusService *b, sd_bus_message *m, sd_bus_error *error);
+typedef struct PendingAuth {
+        BusService *service;
+        sd_bus_message *message;
+        authorized_t run;
+} PendingAuth;
+
+static int reply_error(sd_bus_error *error, const char *name, const char *format, ...) _printf_(3, 4);
+static int reply_error(sd_bus_error *error, const char *name, const char *format, ...) {
+        va_list ap;
+        va_start(ap, format);
+        int r = sd_bus_error_setfv(error, name, format, ap);
+        va_end(ap);
+        return r;
+}
+
+static char *device_path(const char *name) {
+        char *p = NULL;
+        return sd_bus_path_encode(BUS_DEVICE_PREFIX, name, &p) < 0 ? NULL : p;
+}
+
+/* Validates a caller's device name and finds its disk. */
+static int find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error) {
+        if (!device_name_is_valid(name))
+                return reply_error(error, BUS_ERROR_INVALID_NAME,
+                                   "Invalid device name \"%.64s%s\": at most 64 characters of [A-Za-z0-9._:+-], "
+                                   "not \".\" or \"..\"",
+                                   name, strlen(name) > 64 ? "…" : "");
+        EngineDevice *d = manager_find_device(b->manager, name);
+        if (!d)
+                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
+        *ret = d;
+        return 0;
+}
+
+/* --- polkit --------------------------------------------------------------------------- */
+
+static void pending_auth_free(PendingAuth *p) {
+        if (!p)
+                return;
+        sd_bus_message_unref(p->message);
+        free(p);
+}
+
+static int finish_authorized(PendingAuth *p) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = p->run(p->service, p->message, &error);
+        if (r < 0)
+                return sd_bus_reply_method_errno(p->message, r, &error);
+        return 0;
+}
+
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        PendingAuth *p = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int authorized = 0, challenge = 0, r;
+
+        if (e) {
+                if (sd_bus_error_has_names(e, "org.freedesktop.DBus.Error.ServiceUnknown",
+                                           "org.freedesktop.DBus.Error.NameHasNoOwner"))
+                        r = sd_bus_reply_method_errorf(p->message, BUS_ERROR_ACCESS_DENIED,
+                                                       "polkit is not running: only root may change stable "
+                                                       "writes");
+                else
+                        r = sd_bus_reply_method_errorf(p->message, BUS_ERROR_ACCESS_DENIED,
+                                                       "polkit could not decide: %s", e->message ?: e->name);
+                goto done;
+        }
+        r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+        if (r < 0) {
+                r = sd_bus_reply_method_errorf(p->message, BUS_ERROR_ACCESS_DENIED, "bad reply from polkit");
+                goto done;
+        }
+        if (authorized)
+                r = finish_authorized(p);
+        else
+                r = sd_bus_reply_method_errorf(p->message, BUS_ERROR_ACCESS_DENIED,
+                                               "Access denied: not authorized for %s%s", BUS_POLKIT_ACTION,
+                                               challenge ? " (authentication required)" : "");
+done:
+        pending_auth_free(p);
+        return r < 0 ? r : 1;
+}
+
+/* Runs run() now for root; otherwise asks polkit and runs it when authorized, replying
+ * later. Returns what a method handler returns. */
+static int authorize(BusService *b, sd_bus_message *m, authorized_t run, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return reply_error(error, BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+        if (uid == 0)
+                return run(b, m, error);
+
+        PendingAuth *p = calloc(1, sizeof(PendingAuth));
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingAuth){ .service = b, .message = sd_bus_message_ref(m), .run = run };
+
+        r = sd_bus_message_new_method_call(b->bus, &call, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority",
+                                           "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s",
+                                          sd_bus_message_get_sender(m), BUS_POLKIT_ACTION, 0,
+                                          (uint32_t) sd_bus_message_get_allow_interactive_authorization(m), "");
+        if (r >= 0)
+                r = sd_bus_call_async(b->bus, NULL, call, on_polkit_reply, p, 120 * USEC_PER_SEC);
+        if (r < 0) {
+                pending_auth_free(p);
+                return reply_error(error, BUS_ERROR_ACCESS_DENIED, "Cannot ask polkit: %s", strerror(-r));
+        }
+        return 1; /* replied to later */
+}
+
+/* --- Manager methods -------------------------------------------------------------------- */
+
+static const char *mounts_summary(Manager *m, const char *disk, char *buf, size_t size) {
+        _cleanup_free_ const TrackedMount **mounts = NULL;
+        size_t used = 0;
+
+        buf[0] = '\0';
+        if (manager_get_mounts(m, disk, &mounts) < 0)
+                return buf;
+        for (const TrackedMount **t = mounts; t && *t && used < size; t++)
+                used += (size_t) snprintf(buf + used, size - used, "%s%s:%s%s", used ? " " : "", (*t)->target,
+                                          (*t)->effective ? "on" : "off", (*t)->pending ? "(pending)" : "");
+        return buf;
+}
+
+static int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sossssbt)");
+        for (size_t i = 0; r >= 0 && i < manager_n_devices(b->manager); i++) {
+                EngineDevice *d = manager_device(b->manager, i);
+                _cleanup_free_ char *path = device_path(d->facts->name);
+                char mounts[1024];
+                if (!path)
+                        return -ENOMEM;
+                r = sd_bus_message_append(
+                        reply, "(sossssbt)", d->facts->name, path, need_to_string(d->class.need),
+                        kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
+                        desired_to_string(d->decision.desired),
+                        mounts_summary(b->manager, d->facts->name, mounts, sizeof mounts),
+                        manager_count_pending(b->manager, d->facts->name) > 0, STALL_UNMEASURED_USEC);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ const TrackedMount **mounts = NULL;
+        int r;
+
+        r = manager_get_mounts(b->manager, NULL, &mounts);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssssssbs)");
+        for (const TrackedMount **t = mounts; r >= 0 && t && *t; t++)
+                r = sd_bus_message_append(reply, "(ssssssbs)", (*t)->target, (*t)->source ?: "", (*t)->fstype,
+                                          (*t)->disk ?: "", (*t)->effective ? "on" : "off",
+                                          effective_origin_to_string((*t)->origin), (*t)->pending,
+                                          (*t)->reason ?: "");
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        EngineDevice *d;
+        const char *name;
+
+        int r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *path = device_path(d->facts->name);
+        if (!path)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(m, "o", path);
+}
+
+static void mounts_json(Manager *m, const char *disk, JsonWriter *w) {
+        _cleanup_free_ const TrackedMount **mounts = NULL;
+
+        json_key(w, "mounts");
+        json_array_begin(w);
+        if (manager_get_mounts(m, disk, &mounts) >= 0)
+                for (const TrackedMount **t = mounts; t && *t; t++)
+                        tracked_mount_json(*t, w);
+        json_array_end(w);
+}
+
+static int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        uint64_t flags;
+        JsonWriter w;
+        int r;
+
+        r = sd_bus_message_read_strv(m, &names);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "t", &flags);
+        if (r < 0)
+                return r;
+        if (flags & ~DUMP_FLAGS_ALL)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~DUMP_FLAGS_ALL);
+        STRV_FOREACH(n, names) {
+                EngineDevice *d;
+                r = find_device(b, *n, &d, error);
+                if (r < 0)
+                        return r;
+                if (strv_extend(&disks, d->facts->name) < 0)
+                        return -ENOMEM;
+        }
+
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        json_init(&w, f, flags & DUMP_FLAG_PRETTY);
+        json_array_begin(&w);
+        for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
+                EngineDevice *d = manager_device(b->manager, i);
+                if (disks && !strv_contains(disks, d->facts->name))
+                        continue;
+                json_object_begin(&w);
+                engine_device_json_members(&b->manager->engine, d, &w);
+                mounts_json(b->manager, d->facts->name, &w);
+                json_object_end(&w);
+        }
+        json_array_end(&w);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(m, "s", buf);
+}
+
+static char *dropin_path(Manager *m, const char *disk) {
+        return strdup_printf("%s/90-stablepagesctl-%s.conf", m->engine.dropin_dir, disk);
+}
+
+/* Writes (or, for auto without force, removes) the persistent override of disk. */
+static int write_persistent(Manager *m, const EngineDevice *d, Setting setting, bool force) {
+        _cleanup_free_ char *path = dropin_path(m, d->facts->name), *text = NULL;
+        const char *wwn = device_facts_property(d->facts, "ID_WWN");
+        const char *serial = device_facts_property(d->facts, "ID_SERIAL");
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        if (setting == SETTING_AUTO && !force) {
+                if (unlink(path) < 0 && errno != ENOENT)
+                        return -errno;
+                return 0;
+        }
+        /* Match the disk by a stable identity where udev knows one: kernel names move. */
+        text = strdup_printf("# Written by stablepagesctl set %s %s%s; removed by stablepagesctl reset.\n"
+                             "[Device %s%s]\nStableWrites=%s\n%s",
+                             d->facts->name, setting_to_string(setting), force ? " --force" : "",
+                             wwn ? "ID_WWN=" : serial ? "ID_SERIAL=" : "", wwn ?: serial ?: d->facts->name,
+                             setting_to_string(setting), force ? "Force=yes\n" : "");
+        if (!text)
+                return -ENOMEM;
+        r = mkdir_p(m->engine.dropin_dir, 0755);
+        if (r < 0)
+                return r;
+        return write_file_atomic(path, text, strlen(text), 0644);
+}
+
+static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
+        _cleanup_free_ char *disk = NULL;
+        const char *name, *mode;
+        uint64_t flags;
+        EngineDevice *d;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "sst", &name, &mode, &flags);
+        if (r < 0)
+                return r;
+        Setting setting = setting_from_string(mode);
+        bool force = flags & SET_FLAG_FORCE;
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        disk = strdup(d->facts->name);
+        if (!disk)
+                return -ENOMEM;
+
+        /* The interlock, before anything is written anywhere. */
+        if (setting == SETTING_OFF && need_is_protected(d->class.need) && !force) {
+                log_notice("%s: refused a request to turn stable writes off: need is %s.", disk,
+                           need_to_string(d->class.need));
+                (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", disk,
+                                          "need is required or unknown and force was not given");
+                return reply_error(error, BUS_ERROR_REFUSED,
+                                   "refusing to turn off stable writes on %s: need is %s (%s); use --force to "
+                                   "override",
+                                   disk, need_to_string(d->class.need),
+                                   d->class.reasons ? d->class.reasons[0] : "no reason");
+        }
+
+        if (flags & SET_FLAG_RUNTIME)
+                r = manager_set_override(b->manager, disk, setting, force);
+        else {
+                r = write_persistent(b->manager, d, setting, force);
+                if (r < 0)
+                        return reply_error(error, BUS_ERROR_APPLY_FAILED, "%s: cannot write the drop-in in %s: %s",
+                                           disk, b->manager->engine.dropin_dir, strerror(-r));
+                log_info("%s: persistent override StableWrites=%s%s written to %s.", disk,
+                         setting_to_string(setting), force ? " (force)" : "", b->manager->engine.dropin_dir);
+                /* A runtime override would shadow it: the newer word wins. */
+                r = manager_reset_override(b->manager, disk);
+                if (r >= 0) {
+                        _cleanup_(config_diags_done) ConfigDiags diags = {};
+                        r = manager_reload(b->manager, &diags);
+                        if (r == -EINVAL)
+                                return reply_error(error, BUS_ERROR_CONFIG_INVALID,
+                                                   "%s: the override was written, but the configuration has "
+                                                   "errors and was not reloaded: %s:%u: %s",
+                                                   disk, diags.n ? diags.items[0].file : "?",
+                                                   diags.n ? diags.items[0].line : 0,
+                                                   diags.n ? diags.items[0].message : "?");
+                }
+        }
+        if (r < 0)
+                return r;
+
+        if (flags & SET_FLAG_APPLY) {
+                _cleanup_(apply_result_done) ApplyResult res = {};
+                r = manager_apply_device(b->manager, disk, &res);
+                if (r < 0 && r != -ENOMEM)
+                        return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED, "%s",
+                                           res.message ?: strerror(-r));
+                if (r < 0)
+                        return r;
+        }
+
+        d = manager_find_device(b->manager, disk);
+        if (!d)
+                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: disappeared", disk);
+        _cleanup_free_ char *msg = strdup_printf(
+                "%s: StableWrites=%s%s (%s); desired %s: %s; kernel %s", disk, setting_to_string(setting),
+                flags & SET_FLAG_RUNTIME ? " until reboot" : "", force ? "force" : "no force",
+                desired_to_string(d->decision.desired), d->decision.reason,
+                kernel_state_to_string(d->facts->stable_writes, d->class.in_force));
+        if (!msg)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(m, "s", msg);
+}
+
+static int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        const char *name, *mode;
+        uint64_t flags;
+        EngineDevice *d;
+
+        int r = sd_bus_message_read(m, "sst", &name, &mode, &flags);
+        if (r < 0)
+                return r;
+        if (setting_from_string(mode) < 0)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown mode \"%.32s\": expected on, off or auto",
+                                   mode);
+        if (flags & ~SET_FLAGS_ALL)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~SET_FLAGS_ALL);
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        return authorize(b, m, set_device_policy_authorized, error);
+}
+
+static int reset_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
+        const char *name;
+        uint64_t flags;
+        EngineDevice *d;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "st", &name, &flags);
+        if (r < 0)
+                return r;
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *disk = strdup(d->facts->name);
+        if (!disk)
+                return -ENOMEM;
+        if (!(flags & SET_FLAG_RUNTIME)) {
+                r = write_persistent(b->manager, d, SETTING_AUTO, false);
+                if (r < 0)
+                        return reply_error(error, BUS_ERROR_APPLY_FAILED, "%s: cannot remove the drop-in: %s", disk,
+                                           strerror(-r));
+        }
+        r = manager_reset_override(b->manager, disk);
+        if (r >= 0 && !(flags & SET_FLAG_RUNTIME))
+                r = manager_reload(b->manager, NULL);
+        if (r == -EINVAL)
+                return reply_error(error, BUS_ERROR_CONFIG_INVALID,
+                                   "%s: reset, but the configuration has errors and was not reloaded", disk);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(m, "");
+}
+
+static int method_reset_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        const char *name;
+        uint64_t flags;
+        EngineDevice *d;
+
+        int r = sd_bus_message_read(m, "st", &name, &flags);
+        if (r < 0)
+                return r;
+        if (flags & ~SET_FLAG_RUNTIME)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~SET_FLAG_RUNTIME);
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        return authorize(b, m, reset_device_policy_authorized, error);
+}
+
+static int apply_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        uint64_t flags;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(m, &names);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "t", &flags);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(n, names) {
+                EngineDevice *d;
+                r = find_device(b, *n, &d, error);
+                if (r < 0)
+                        return r;
+                if (!strv_contains(disks, d->facts->name) && strv_extend(&disks, d->facts->name) < 0)
+                        return -ENOMEM;
+        }
+        if (!names)
+                for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
+                        EngineDevice *d = manager_device(b->manager, i);
+                        if (d->managed && d->decision.desired >= 0 && strv_extend(&disks, d->facts->name) < 0)
+                                return -ENOMEM;
+                }
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sbbbs)");
+        STRV_FOREACH(disk, disks) {
+                _cleanup_(apply_result_done) ApplyResult res = {};
+                int k = manager_apply_device(b->manager, *disk, &res);
+                if (k == -ENOMEM)
+                        return k;
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "(sbbbs)", *disk, k >= 0, res.changed, res.new_value == 1,
+                                                  res.message ?: (k < 0 ? strerror(-k) : ""));
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_strv_free_ char **names = NULL;
+        uint64_t flags;
+        EngineDevice *d;
+
+        int r = sd_bus_message_read_strv(m, &names);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "t", &flags);
+        if (r < 0)
+                return r;
+        if (flags & ~APPLY_FLAGS_ALL)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~APPLY_FLAGS_ALL);
+        if (flags & APPLY_FLAG_REMOUNT)
+                return reply_error(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                   "The unmount and mount cycle is not implemented yet: pending filesystems take "
+                                   "the new state at their next mount");
+        STRV_FOREACH(n, names) {
+                r = find_device(b, *n, &d, error);
+                if (r < 0)
+                        return r;
+        }
+        return authorize(b, m, apply_authorized, error);
+}
+
+static int reload_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        int r = manager_reload(b->manager, &diags);
+        if (r == -EINVAL) {
+                _cleanup_free_ char *text = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&text, &size);
+                if (!f)
+                        return -ENOMEM;
+                fputs("The configuration has errors; the last good one stays in force:\n", f);
+                config_diags_print(&diags, f);
+                if (fclose(f) != 0)
+                        return -ENOMEM;
+                return reply_error(error, BUS_ERROR_CONFIG_INVALID, "%s", strstrip_trailing(text));
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(m, "");
+}
+
+static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return authorize(userdata, m, reload_authorized, error);
+}
+
+/* --- Manager properties ----------------------------------------------------------------- */
+
+static int property_get_manager(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        const Config *c = &b->manager->engine.config;
+
+        if (streq(property, "Version"))
+                return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
+        if (streq(property, "Policy"))
+                return sd_bus_message_append(reply, "s", policy_mode_to_string(c->policy));
+        if (streq(property, "ApplyMounted"))
+                return sd_bus_message_append(reply, "s", apply_mounted_to_string(c->apply_mounted));
+        if (streq(property, "StallBudgetUSec"))
+                return sd_bus_message_append(reply, "t", c->stall_budget_usec);
+        if (streq(property, "NDevices"))
+                return sd_bus_message_append(reply, "u", (uint32_t) manager_n_devices(b->manager));
+        if (streq(property, "ConfigProblems")) {
+                const ConfigDiags *d = &b->manager->engine.diags;
+                int r = sd_bus_message_open_container(reply, 'a', "s");
+                for (size_t i = 0; r >= 0 && i < d->n; i++) {
+                        _cleanup_free_ char *s = d->items[i].line > 0
+                                                         ? strdup_printf("%s:%u: %s", d->items[i].file,
+                                                                         d->items[i].line, d->items[i].message)
+                                                         : strdup_printf("%s: %s", d->items[i].file,
+                                                                         d->items[i].message);
+                        r = s ? sd_bus_message_append(reply, "s", s) : -ENOMEM;
+                }
+                return r < 0 ? r : sd_bus_message_close_container(reply);
+        }
+        return -ENOENT;
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        /* Reads are open to everyone; each mutating method asks polkit itself. */
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Policy", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ApplyMounted", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("StallBudgetUSec", "t", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ConfigProblems", "as", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("NDevices", "u", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_NAMES("ListDevices", NULL, , "a(sossssbt)", SD_BUS_PARAM(devices),
+                                 method_list_devices, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListFilesystems", NULL, , "a(ssssssbs)", SD_BUS_PARAM(filesystems),
+                                 method_list_filesystems, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetDevice", "s", SD_BUS_PARAM(name), "o", SD_BUS_PARAM(path),
+                                 method_get_device, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("DumpJSON", "ast", SD_BUS_PARAM(names) SD_BUS_PARAM(flags), "s",
+                                 SD_BUS_PARAM(json), method_dump_json, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("SetDevicePolicy", "sst", SD_BUS_PARAM(name) SD_BUS_PARAM(mode) SD_BUS_PARAM(flags),
+                                 "s", SD_BUS_PARAM(message), method_set_device_policy,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ResetDevicePolicy", "st", SD_BUS_PARAM(name) SD_BUS_PARAM(flags), NULL, ,
+                                 method_reset_device_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Apply", "ast", SD_BUS_PARAM(names) SD_BUS_PARAM(flags), "a(sbbbs)",
+                                 SD_BUS_PARAM(results), method_apply, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", NULL, NULL, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_NAMES("Applied", "sbbs",
+                                 SD_BUS_PARAM(name) SD_BUS_PARAM(old_value) SD_BUS_PARAM(new_value)
+                                         SD_BUS_PARAM(reason),
+                                 0),
+        SD_BUS_SIGNAL_WITH_NAMES("Refused", "ss", SD_BUS_PARAM(name) SD_BUS_PARAM(reason), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("Reloaded", "bas", SD_BUS_PARAM(ok) SD_BUS_PARAM(problems), 0),
+        SD_BUS_VTABLE_END,
+};
+
+/* --- Device objects ---------------------------------------------------------------------- */
+
+static int device_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                       sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_free_ char *name = NULL;
+
+        if (sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &name) <= 0 || !device_name_is_valid(name))
+                return 0;
+        EngineDevice *d = manager_find_device(b->manager, name);
+        if (!d || !streq(d->facts->name, name))
+                return 0;
+        *found = b;
+        return 1;
+}
+
+static int device_enumerate(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_strv_free_ char **l = NULL;
+
+        for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
+                char *p = device_path(manager_device(b->manager, i)->facts->name);
+                if (!p)
+                        return -ENOMEM;
+                int r = strv_extend(&l, p);
+                free(p);
+                if (r < 0)
+                        return r;
+        }
+        *nodes = TAKE_PTR(l);
+        return 1;
+}
+
+static int property_get_device(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_free_ char *name = NULL;
+        char buf[32];
+
+        if (sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &name) <= 0)
+                return -ENOENT;
+        EngineDevice *d = manager_find_device(b->manager, name);
+        if (!d)
+                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
+        const DeviceFacts *f = d->facts;
+
+        if (streq(property, "Name"))
+                return sd_bus_message_append(reply, "s", f->name);
+        if (streq(property, "DevNum"))
+                return sd_bus_message_append(reply, "s", format_devnum(f->devnum, buf));
+        if (streq(property, "Kind"))
+                return sd_bus_message_append(reply, "s", device_kind_to_string(f->kind));
+        if (streq(property, "Need"))
+                return sd_bus_message_append(reply, "s", need_to_string(d->class.need));
+        if (streq(property, "Reasons"))
+                return sd_bus_message_append_strv(reply, d->class.reasons);
+        if (streq(property, "KernelFlag"))
+                return sd_bus_message_append(reply, "i", (int32_t) f->stable_writes);
+        if (streq(property, "InForce"))
+                return sd_bus_message_append(reply, "b", d->class.in_force);
+        if (streq(property, "Desired"))
+                return sd_bus_message_append(reply, "s", desired_to_string(d->decision.desired));
+        if (streq(property, "DesiredSource"))
+                return sd_bus_message_append(reply, "s", desired_source_to_string(d->decision.source));
+        if (streq(property, "DecisionReason"))
+                return sd_bus_message_append(reply, "s", d->decision.reason ?: "");
+        if (streq(property, "Setting"))
+                return sd_bus_message_append(reply, "s", setting_to_string(d->setting));
+        if (streq(property, "Managed"))
+                return sd_bus_message_append(reply, "b", d->managed);
+        if (streq(property, "Pending"))
+                return sd_bus_message_append(reply, "b", manager_count_pending(b->manager, f->name) > 0);
+        if (streq(property, "Mounts")) {
+                _cleanup_free_ const TrackedMount **mounts = NULL;
+                int r = manager_get_mounts(b->manager, f->name, &mounts);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_open_container(reply, 'a', "(sssbs)");
+                for (const TrackedMount **t = mounts; r >= 0 && t && *t; t++)
+                        r = sd_bus_message_append(reply, "(sssbs)", (*t)->target, (*t)->fstype,
+                                                  (*t)->effective ? "on" : "off", (*t)->pending, (*t)->reason ?: "");
+                return r < 0 ? r : sd_bus_message_close_container(reply);
+        }
+        return -ENOENT;
+}
+
+#define DEVICE_PROPERTY(name, sig)                                                                         \
+        SD_BUS_PROPERTY(name, sig, property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+
+static const sd_bus_vtable device_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Name", "s", property_get_device, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("DevNum", "s", property_get_device, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        DEVICE_PROPERTY("Kind", "s"),
+        DEVICE_PROPERTY("Need", "s"),
+        DEVICE_PROPERTY("Reasons", "as"),
+        DEVICE_PROPERTY("KernelFlag", "i"),
+        DEVICE_PROPERTY("InForce", "b"),
+        DEVICE_PROPERTY("Desired", "s"),
+        DEVICE_PROPERTY("DesiredSource", "s"),
+        DEVICE_PROPERTY("DecisionReason", "s"),
+        DEVICE_PROPERTY("Setting", "s"),
+        DEVICE_PROPERTY("Managed", "b"),
+        DEVICE_PROPERTY("Mounts", "a(sssbs)"),
+        DEVICE_PROPERTY("Pending", "b"),
+        SD_BUS_VTABLE_END,
+};
+
+/* --- events ------------------------------------------------------------------------------ */
+
+static void on_manager_event(Manager *m, const ManagerEvent *ev, void *userdata) {
+        BusService *b = userdata;
+        _cleanup_free_ char *path = ev->device ? device_path(ev->device) : NULL;
+        int r = 0;
+
+        switch (ev->type) {
+        case MANAGER_DEVICE_ADDED:
+                if (path)
+                        r = sd_bus_emit_object_added(b->bus, path);
+                break;
+        case MANAGER_DEVICE_REMOVED:
+                if (path)
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, "org.freedesktop.DBus.ObjectManager",
+                                               "InterfacesRemoved", "oas", path, 1, BUS_DEVICE_INTERFACE);
+                break;
+        case MANAGER_DEVICE_CHANGED:
+                if (path)
+                        r = sd_bus_emit_properties_changed_strv(b->bus, path, BUS_DEVICE_INTERFACE, NULL);
+                break;
+        case MANAGER_APPLIED: {
+                EngineDevice *d = manager_find_device(m, ev->device);
+                if (ev->result && ev->result->changed)
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Applied", "sbbs",
+                                               ev->device, ev->result->old_value == 1, ev->result->new_value == 1,
+                                               d && d->decision.reason ? d->decision.reason : "");
+                else if (d && d->decision.refused)
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", ev->device,
+                                               d->decision.reason ?: "");
+                break;
+        }
+        case MANAGER_RELOADED:
+                r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Reloaded", "bas", true, 0);
+                if (r >= 0)
+                        r = sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Policy",
+                                                           "ApplyMounted", "StallBudgetUSec", "ConfigProblems", NULL);
+                break;
+        default:
+                break;
+        }
+        if (r < 0)
+                log_debug_errno(r, "Cannot send a D-Bus signal: %m");
+}
+
+int bus_service_new(Manager *m, BusService **ret) {
+        _cleanup_(bus_service_freep) BusService *b = calloc(1, sizeof(BusService));
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        b->manager = m;
+        r = sd_bus_open_system_with_description(&b->bus, "stablepagesd");
+        if (r < 0)
+                return log_warning_errno(r, "Cannot connect to the system bus: %m");
+        r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_MANAGER_INTERFACE, manager_vtable, b);
+        if (r >= 0)
+                r = sd_bus_add_fallback_vtable(b->bus, NULL, BUS_DEVICE_PREFIX, BUS_DEVICE_INTERFACE, device_vtable,
+                                               device_find, b);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(b->bus, NULL, BUS_DEVICE_PREFIX, device_enumerate, b);
+        if (r >= 0)
+                r = sd_bus_add_object_manager(b->bus, NULL, BUS_PATH);
+        if (r < 0)
+                return log_error_errno(r, "Cannot register the D-Bus objects: %m");
+        r = sd_bus_request_name(b->bus, BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot take the name %s on the system bus: %m", BUS_NAME);
+        r = sd_bus_attach_event(b->bus, m->event, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
+        /* A lost bus ends the event loop with an error: systemd restarts us (Restart=on-failure). */
+        (void) sd_bus_set_exit_on_disconnect(b->bus, true);
+        manager_set_event_handler(m, on_manager_event, b);
+        log_debug("Serving %s on the system bus.", BUS_NAME);
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+BusService *bus_service_free(BusService *b) {
+        if (!b)
+                return NULL;
+        if (b->manager)
+                manager_set_event_handler(b->manager, NULL, NULL);
+        sd_bus_flush_close_unref(b->bus);
+        free(b);
+        return NULL;
+}
+
+/* --- introspection from the vtables -------------------------------------------------------- */
+
+/* Length of the first complete type of signature s. */
+static size_t signature_element_length(const char *s) {
+        if (*s == 'a')
+                return 1 + signature_element_length(s + 1);
+        if (*s == '(' || *s == '{') {
+                char open = *s, close = *s == '(' ? ')' : '}';
+                size_t depth = 0, i = 0;
+                do {
+                        if (s[i] == open)
+                                depth++;
+                        else if (s[i] == close)
+                                depth--;
+                        i++;
+                } while (s[i] && depth > 0);
+                return i;
+        }
+        return *s ? 1 : 0;
+}
+
+static void introspect_args(FILE *f, const char *signature, const char *names, const char *direction) {
+        for (const char *s = signature ?: ""; *s;) {
+                size_t n = signature_element_length(s);
+                fprintf(f, "   <arg type=\"%.*s\"", (int) n, s);
+                if (names && *names) {
+                        fprintf(f, " name=\"%s\"", names);
+                        names += strlen(names) + 1;
+                }
+                if (direction)
+                        fprintf(f, " direction=\"%s\"", direction);
+                fputs("/>\n", f);
+                s += n;
+        }
+}
+
+static void introspect_interface(FILE *f, const char *interface, const sd_bus_vtable *v) {
+        fprintf(f, "  <interface name=\"%s\">\n", interface);
+        for (; v->type != _SD_BUS_VTABLE_END; v++) {
+                switch (v->type) {
+                case _SD_BUS_VTABLE_METHOD: {
+                        const char *names = v->x.method.names;
+                        fprintf(f, "   <method name=\"%s\">\n", v->x.method.member);
+                        introspect_args(f, v->x.method.signature, names, "in");
+                        /* the result names follow the parameter names */
+                        for (const char *s = v->x.method.signature ?: ""; names && *s; s += signature_element_length(s))
+                                names += strlen(names) + 1;
+                        introspect_args(f, v->x.method.result, names, "out");
+                        fputs("   </method>\n", f);
+                        break;
+                }
+                case _SD_BUS_VTABLE_SIGNAL:
+                        fprintf(f, "   <signal name=\"%s\">\n", v->x.signal.member);
+                        introspect_args(f, v->x.signal.signature, v->x.signal.names, NULL);
+                        fputs("   </signal>\n", f);
+                        break;
+                case _SD_BUS_VTABLE_PROPERTY:
+                case _SD_BUS_VTABLE_WRITABLE_PROPERTY:
+                        fprintf(f, "   <property name=\"%s\" type=\"%s\" access=\"%s\"/>\n", v->x.property.member,
+                                v->x.property.signature,
+                                v->type == _SD_BUS_VTABLE_PROPERTY ? "read" : "readwrite");
+                        break;
+                default:
+                        break;
+                }
+        }
+        fputs("  </interface>\n", f);
+}
+
+void bus_introspect(FILE *f) {
+        fputs("<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"
+              "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>\n",
+              f);
+        fputs(" <node name=\"" BUS_PATH "\">\n", f);
+        introspect_interface(f, BUS_MANAGER_INTERFACE, manager_vtable);
+        fputs(" </node>\n <node name=\"" BUS_DEVICE_PREFIX "/DEVICE\">\n", f);
+        introspect_interface(f, BUS_DEVICE_INTERFACE, device_vtable);
+        fputs(" </node>\n</node>\n", f);
+}

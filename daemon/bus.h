@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The org.stablepages1 D-Bus API of the daemon (org.stablepages1(5)): the vtables, input
+ * validation and the polkit check of mutating calls. State lives in the Manager. */
+
+#include <stdio.h>
+
+#include "manager.h"
+
+typedef struct BusService BusService;
+
+/* Connects to the system bus, registers the objects, takes the name and follows the
+ * Manager's events (PropertiesChanged, Applied, Refused, Reloaded). Returns 0 and *ret,
+ * or -errno when the bus cannot be reached. */
+int bus_service_new(Manager *m, BusService **ret);
+
+BusService *bus_service_free(BusService *b);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BusService *, bus_service_free);
+
+/* Prints the introspection XML of both interfaces, generated from the vtables. */
+void bus_introspect(FILE *f);

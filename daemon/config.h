@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The configuration: /etc/stablepages.conf then /etc/stablepages.conf.d/ *.conf in
+ * lexical order, later wins. Pure: no D-Bus, no event loop, no /sys. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+typedef enum PolicyMode {
+        POLICY_OBSERVE,
+        POLICY_LATENCY,
+        POLICY_BALANCED,
+        POLICY_INTEGRITY,
+        _POLICY_MODE_MAX,
+        _POLICY_MODE_INVALID = -EINVAL,
+} PolicyMode;
+
+typedef enum ApplyMounted {
+        APPLY_MOUNTED_NEXT_MOUNT,
+        APPLY_MOUNTED_REMOUNT_IDLE,
+        _APPLY_MOUNTED_MAX,
+        _APPLY_MOUNTED_INVALID = -EINVAL,
+} ApplyMounted;
+
+/* StableWrites= of a [Device] section. */
+typedef enum Setting {
+        SETTING_AUTO,
+        SETTING_ON,
+        SETTING_OFF,
+        _SETTING_MAX,
+        _SETTING_INVALID = -EINVAL,
+} Setting;
+
+typedef enum MatchKind {
+        MATCH_NAME_GLOB, /* [Device zram*]: fnmatch() on the disk's kernel name */
+        MATCH_DEVNUM,    /* [Device 7:0] */
+        MATCH_PROPERTY,  /* [Device ID_WWN=0x5000...]: udev property of the disk or of a
+                          * partition/filesystem on it; value may be a glob */
+        _MATCH_KIND_MAX,
+} MatchKind;
+
+typedef struct DeviceMatch {
+        MatchKind kind;
+        char *pattern; /* glob, or property value (glob) */
+        char *key;     /* property name for MATCH_PROPERTY, else NULL */
+        dev_t devnum;  /* for MATCH_DEVNUM */
+} DeviceMatch;
+
+typedef struct DeviceRule {
+        DeviceMatch match;
+        Setting stable_writes; /* _SETTING_INVALID when the section does not set it */
+        int force;             /* -1 unset, 0, 1 */
+        char *file;            /* where it was defined, for messages */
+        unsigned line;
+} DeviceRule;
+
+typedef struct Config {
+        PolicyMode policy;          /* Policy=, default balanced */
+        char **devices;             /* Devices=, globs of disks we may write; NULL = all */
+        ApplyMounted apply_mounted; /* ApplyMounted=, default next-mount */
+        uint64_t rescan_usec;       /* RescanSec=, default 60 s; 0 disables */
+        uint64_t stall_budget_usec; /* StallBudgetMSec=, default 100 ms */
+        uint64_t stall_window_usec; /* StallWindowSec=, default 300 s */
+        uint64_t stall_calm_usec;   /* StallCalmSec=, default 1800 s */
+        char *metrics_file;         /* MetricsFile=, NULL = off */
+        uint64_t metrics_interval_usec; /* MetricsIntervalSec=, default 15 s */
+        char **never_remount;       /* NeverRemount=, paths never cycled */
+        DeviceRule *rules;          /* in the order they were read; later wins */
+        size_t n_rules;
+} Config;
+
+typedef enum DiagLevel { DIAG_WARNING, DIAG_ERROR } DiagLevel;
+
+/* One problem found while reading the configuration. */
+typedef struct ConfigDiag {
+        DiagLevel level;
+        char *file;
+        unsigned line; /* 0 when the problem is the file as a whole */
+        char *message;
+} ConfigDiag;
+
+typedef struct ConfigDiags {
+        ConfigDiag *items;
+        size_t n;
+} ConfigDiags;
+
+/* Fills *c with the built-in defaults. Returns 0 or -ENOMEM. */
+int config_init_defaults(Config *c);
+
+/* Releases everything c owns and zeroes it. */
+void config_done(Config *c);
+
+void config_diags_done(ConfigDiags *d);
+
+/* Number of diagnostics at DIAG_ERROR level. */
+size_t config_diags_errors(const ConfigDiags *d);
+
+/* Prints each diagnostic as "file:line: warning|error: message" to f. */
+void config_diags_print(const ConfigDiags *d, FILE *f);
+
+/* Reads config_file (default /etc/stablepages.conf) then dropin_dir (default
+ * /etc/stablepages.conf.d) *.conf in lexical order into *ret, starting from defaults.
+ * Missing files/dirs are fine. Every bad line is reported in *diags and ignored; the
+ * valid lines apply. *ret is overwritten, not freed; diagnostics are appended to *diags.
+ * Returns 0 (even with diagnostics) or -ENOMEM (then *ret is empty). */
+int config_load(const char *config_file, const char *dropin_dir, Config *ret, ConfigDiags *diags);
+
+/* config_parse_file() parses the file at path (a missing file is reported), and
+ * config_parse_buffer() the size bytes at data, named name in messages, on top of *c.
+ * Used by config_load() and by the fuzzer. Returns 0 or -ENOMEM. */
+int config_parse_file(Config *c, const char *path, ConfigDiags *diags);
+int config_parse_buffer(Config *c, const char *name, const char *data, size_t size, ConfigDiags *diags);
+
+/* Parses the text between "[Device " and "]" into *ret. Returns 0 or -EINVAL with a
+ * message in *ret_error (owned by caller). */
+int device_match_parse(const char *text, DeviceMatch *ret, char **ret_error);
+void device_match_done(DeviceMatch *m);
+
+/* Formats a match back to its config form ("zram*", "7:0", "ID_WWN=0x..."); new string. */
+char *device_match_to_string(const DeviceMatch *m);
+
+/* The facts a match is tested against. */
+typedef struct DeviceIdentity {
+        const char *name;          /* kernel name of the disk */
+        dev_t devnum;              /* its MAJ:MIN */
+        char *const *properties;   /* KEY=value of the disk and of its partitions */
+} DeviceIdentity;
+
+/* True when m matches the device. */
+bool device_match_test(const DeviceMatch *m, const DeviceIdentity *id);
+
+/* The merged per-device settings: walks c->rules in order, later wins per key.
+ * *ret_rule_* point at the rules that decided, for messages (NULL if none). */
+void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting,
+                            bool *ret_force, const DeviceRule **ret_setting_rule,
+                            const DeviceRule **ret_force_rule);
+
+/* True when the disk may be written: Devices= unset, or one of its globs matches name. */
+bool config_device_is_managed(const Config *c, const char *name);
+
+const char *policy_mode_to_string(PolicyMode m);
+PolicyMode policy_mode_from_string(const char *s);
+const char *apply_mounted_to_string(ApplyMounted a);
+ApplyMounted apply_mounted_from_string(const char *s);
+const char *setting_to_string(Setting s);
+Setting setting_from_string(const char *s);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "bus.h"
+#include "log.h"
+#include "manager.h"
+#include "verbs.h"
+
+int verb_daemon(const EngineOptions *o) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(bus_service_freep) BusService *bus = NULL;
+        int r;
+
+        r = manager_new(o, &m);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start: %m");
+                return 1;
+        }
+        /* Without a system bus the daemon still keeps every flag right; only its API is
+         * missing, and it says so. Losing the bus later ends the loop with an error. */
+        r = bus_service_new(m, &bus);
+        if (r < 0)
+                log_warning("Running without the D-Bus API: stablepagesctl can only read sysfs.");
+        r = manager_start(m);
+        if (r < 0)
+                return 1;
+        r = manager_run(m);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                return 1;
+        }
+        return 0;
+}

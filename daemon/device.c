@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "device.h"
+#include "sysfs.h"
+#include "util.h"
+
+static const char *const device_kind_table[_DEVICE_KIND_MAX] = {
+        [DEVICE_KIND_OTHER] = "other", [DEVICE_KIND_SCSI] = "scsi", [DEVICE_KIND_NVME] = "nvme",
+        [DEVICE_KIND_VIRTIO] = "virtio", [DEVICE_KIND_LOOP] = "loop", [DEVICE_KIND_ZRAM] = "zram",
+        [DEVICE_KIND_MD] = "md",         [DEVICE_KIND_DM] = "dm",     [DEVICE_KIND_RBD] = "rbd",
+        [DEVICE_KIND_DRBD] = "drbd",     [DEVICE_KIND_NBD] = "nbd",   [DEVICE_KIND_MMC] = "mmc",
+        [DEVICE_KIND_RAM] = "ram",
+};
+
+const char *device_kind_to_string(DeviceKind k) {
+        return k >= 0 && k < _DEVICE_KIND_MAX ? device_kind_table[k] : NULL;
+}
+
+bool integrity_format_is_checksum(const char *format) {
+        return format && (startswith(format, "T10-DIF-") || startswith(format, "EXT-DIF-"));
+}
+
+static int add_error(DeviceFacts *f, const char *attr, int error) {
+        return strv_extendf(&f->errors, "%s: %s", attr, strerror(-error));
+}
+
+/* Reads an optional string attribute of the disk into *ret (NULL when absent). */
+static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const char *attr, char **ret) {
+        _cleanup_free_ char *p = strdup_printf("block/%s/%s", f->name, attr);
+        if (!p)
+                return -ENOMEM;
+        int r = sysfs_read_string(o->sysfs_root, p, ret);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                *ret = NULL;
+                if (r != -ENOENT && r != -ENOTDIR)
+                        return add_error(f, attr, r);
+        }
+        return 0;
+}
+
+/* Reads an optional 0/1 attribute into *ret (ATTR_ABSENT when absent or unparsable). */
+static int read_opt_bool(const DeviceScanOptions *o, DeviceFacts *f, const char *attr, int *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = read_opt_string(o, f, attr, &s);
+        if (r < 0)
+                return r;
+        *ret = ATTR_ABSENT;
+        if (!s)
+                return 0;
+        r = sysfs_parse_bool01(s);
+        if (r < 0)
+                return strv_extendf(&f->errors, "%s: unparsable value \"%s\"", attr, s);
+        *ret = r;
+        return 0;
+}
+
+static DeviceKind kind_from_facts(const DeviceFacts *f, bool has_md, bool has_dm, bool has_loop) {
+        static const struct {
+                const char *prefix;
+                DeviceKind kind;
+        } prefixes[] = {
+                {"zram", DEVICE_KIND_ZRAM}, {"loop", DEVICE_KIND_LOOP}, {"nvme", DEVICE_KIND_NVME},
+                {"rbd", DEVICE_KIND_RBD},   {"drbd", DEVICE_KIND_DRBD}, {"nbd", DEVICE_KIND_NBD},
+                {"mmcblk", DEVICE_KIND_MMC}, {"ram", DEVICE_KIND_RAM}, {"md", DEVICE_KIND_MD},
+                {"dm-", DEVICE_KIND_DM},
+        };
+
+        if (has_md)
+                return DEVICE_KIND_MD;
+        if (has_dm)
+                return DEVICE_KIND_DM;
+        if (has_loop)
+                return DEVICE_KIND_LOOP;
+        if (f->driver) {
+                if (streq(f->driver, "sd"))
+                        return DEVICE_KIND_SCSI;
+                if (streq(f->driver, "virtio_blk"))
+                        return DEVICE_KIND_VIRTIO;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(prefixes); i++)
+                if (startswith(f->name, prefixes[i].prefix))
+                        return prefixes[i].kind;
+        if (startswith(f->name, "sd"))
+                return DEVICE_KIND_SCSI;
+        if (startswith(f->name, "vd"))
+                return DEVICE_KIND_VIRTIO;
+        return DEVICE_KIND_OTHER;
+}
+
+static bool dir_exists(const char *root, const char *path) {
+        _cleanup_free_ char *p = path_join(root, path);
+        struct stat st;
+        return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int device_disk_of(const char *sysfs_root, const char *name, char **ret) {
+        _cleanup_strv_free_ char **disks = NULL;
+        _cleanup_free_ char *p = NULL;
+        int r;
+
+        if (!device_name_is_valid(name))
+                return -EINVAL;
+        p = strdup_printf("block/%s/dev", name);
+        if (!p)
+                return -ENOMEM;
+        _cleanup_free_ char *full = path_join(sysfs_root, p);
+        if (!full)
+                return -ENOMEM;
+        if (access(full, F_OK) == 0) {
+                char *s = strdup(name);
+                if (!s)
+                        return -ENOMEM;
+                *ret = s;
+                return 0;
+        }
+        r = sysfs_list_dir(sysfs_root, "block", &disks);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(d, disks) {
+                _cleanup_free_ char *part = strdup_printf("block/%s/%s/partition", *d, name);
+                _cleanup_free_ char *fp = part ? path_join(sysfs_root, part) : NULL;
+                if (!fp)
+                        return -ENOMEM;
+                if (access(fp, F_OK) == 0) {
+                        char *s = strdup(*d);
+                        if (!s)
+                                return -ENOMEM;
+                        *ret = s;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+/* Lists slaves/ or holders/ and maps partitions to their disks. */
+static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const char *dir, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        _cleanup_free_ char *p = strdup_printf("block/%s/%s", f->name, dir);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        r = sysfs_list_dir(o->sysfs_root, p, &names);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return add_error(f, dir, r);
+        STRV_FOREACH(n, names) {
+                _cleanup_free_ char *disk = NULL;
+                r = device_disk_of(o->sysfs_root, *n, &disk);
+                if (r == -ENOMEM)
+                        return r;
+                const char *use = r < 0 ? *n : disk;
+                if (!strv_contains(disks, use) && strv_extend(&disks, use) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(disks);
+        return 0;
+}
+
+static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f) {
+        _cleanup_strv_free_ char **entries = NULL;
+        _cleanup_free_ char *p = strdup_printf("block/%s", f->name);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        r = sysfs_list_dir(o->sysfs_root, p, &entries);
+        if (r < 0)
+                return r == -ENOMEM ? r : add_error(f, "partitions", r);
+        STRV_FOREACH(e, entries) {
+                _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", f->name, *e);
+                _cleanup_free_ char *dp = strdup_printf("block/%s/%s/dev", f->name, *e);
+                _cleanup_free_ char *dev = NULL, *full = NULL;
+                dev_t devnum;
+
+                if (!pp || !dp || !(full = path_join(o->sysfs_root, pp)))
+                        return -ENOMEM;
+                if (access(full, F_OK) < 0)
+                        continue;
+                if (sysfs_read_string(o->sysfs_root, dp, &dev) < 0 || parse_devnum(dev, &devnum) < 0)
+                        continue;
+                Partition *m = realloc(f->partitions, sizeof(Partition) * (f->n_partitions + 1));
+                if (!m)
+                        return -ENOMEM;
+                f->partitions = m;
+                m[f->n_partitions].name = strdup(*e);
+                if (!m[f->n_partitions].name)
+                        return -ENOMEM;
+                m[f->n_partitions++].devnum = devnum;
+        }
+        return 0;
+}
+
+/* Reads "E:KEY=value" lines of the udev database entry of devnum into *l. */
+static int read_udev_properties(const DeviceScanOptions *o, dev_t devnum, char ***l) {
+        _cleanup_free_ char *p = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[4096];
+
+        if (isempty(o->udev_data_dir))
+                return 0;
+        p = strdup_printf("%s/b%u:%u", o->udev_data_dir, major(devnum), minor(devnum));
+        if (!p)
+                return -ENOMEM;
+        f = fopen(p, "re");
+        if (!f)
+                return 0; /* not known to udev: normal without udev */
+        while (fgets(line, sizeof line, f))
+                if (startswith(line, "E:") && !strv_contains(*l, strstrip_trailing(line + 2)) &&
+                    strv_extend(l, line + 2) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* Finds the data digest of the iSCSI connection above the disk's SCSI device, if any. */
+static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
+        _cleanup_free_ char *p = strdup_printf("block/%s/device", f->name);
+        _cleanup_free_ char *full = p ? path_join(o->sysfs_root, p) : NULL;
+        _cleanup_free_ char *root = NULL;
+        char resolved[PATH_MAX];
+
+        if (!full)
+                return -ENOMEM;
+        if (!realpath(full, resolved) || !(root = realpath(o->sysfs_root, NULL)))
+                return 0;
+        for (char *slash; (slash = strrchr(resolved, '/')) && strlen(resolved) > strlen(root);
+             *slash = '\0') {
+                if (!startswith(slash + 1, "session"))
+                        continue;
+                _cleanup_strv_free_ char **conns = NULL;
+                if (sysfs_list_dir("/", resolved, &conns) < 0)
+                        return 0;
+                STRV_FOREACH(c, conns) {
+                        if (!startswith(*c, "connection"))
+                                continue;
+                        _cleanup_free_ char *attr =
+                                strdup_printf("%s/%s/iscsi_connection/%s/data_digest", resolved, *c, *c);
+                        if (!attr)
+                                return -ENOMEM;
+                        if (sysfs_read_string("/", attr, &f->iscsi_data_digest) == 0)
+                                return 0;
+                }
+                return 0;
+        }
+        return 0;
+}
+
+static int default_resolve_backing(const char *backing_file, void *userdata, dev_t *ret) {
+        struct stat st;
+        if (stat(backing_file, &st) < 0)
+                return -errno;
+        *ret = st.st_dev;
+        return 0;
+}
+
+int device_facts_read(const DeviceScanOptions *options, const char *name, DeviceFacts *ret) {
+        DeviceScanOptions o = *options;
+        DeviceFacts f = {
+                .stable_writes = ATTR_ABSENT,
+                .write_generate = ATTR_ABSENT,
+                .read_verify = ATTR_ABSENT,
+                .integrity_capable = ATTR_ABSENT,
+                .md_skip_copy = ATTR_ABSENT,
+                .loop_dio = ATTR_ABSENT,
+        };
+        _cleanup_free_ char *dev = NULL, *seq = NULL, *link = NULL, *mdp = NULL, *dmp = NULL, *lp = NULL;
+        int r;
+
+        if (!o.sysfs_root)
+                o.sysfs_root = "/sys";
+        if (!o.udev_data_dir)
+                o.udev_data_dir = "/run/udev/data";
+        if (!device_name_is_valid(name))
+                return -EINVAL;
+
+        f.name = strdup(name);
+        if (!f.name)
+                return -ENOMEM;
+
+        r = read_opt_string(&o, &f, "dev", &dev);
+        if (r < 0)
+                goto fail;
+        if (!dev || parse_devnum(dev, &f.devnum) < 0) {
+                r = -ENOENT;
+                goto fail;
+        }
+        r = read_opt_string(&o, &f, "diskseq", &seq);
+        if (r < 0)
+                goto fail;
+        if (seq)
+                f.diskseq = strtoull(seq, NULL, 10);
+
+        link = strdup_printf("block/%s/device/driver", name);
+        if (!link) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        (void) sysfs_read_link_basename(o.sysfs_root, link, &f.driver);
+
+        if ((r = read_opt_bool(&o, &f, "queue/stable_writes", &f.stable_writes)) < 0 ||
+            (r = read_opt_string(&o, &f, "integrity/format", &f.integrity_format)) < 0 ||
+            (r = read_opt_bool(&o, &f, "integrity/write_generate", &f.write_generate)) < 0 ||
+            (r = read_opt_bool(&o, &f, "integrity/read_verify", &f.read_verify)) < 0 ||
+            (r = read_opt_bool(&o, &f, "integrity/device_is_integrity_capable", &f.integrity_capable)) < 0 ||
+            (r = read_opt_string(&o, &f, "md/level", &f.md_level)) < 0 ||
+            (r = read_opt_bool(&o, &f, "md/skip_copy", &f.md_skip_copy)) < 0 ||
+            (r = read_opt_string(&o, &f, "dm/name", &f.dm_name)) < 0 ||
+            (r = read_opt_string(&o, &f, "dm/uuid", &f.dm_uuid)) < 0 ||
+            (r = read_opt_string(&o, &f, "loop/backing_file", &f.loop_backing_file)) < 0 ||
+            (r = read_opt_bool(&o, &f, "loop/dio", &f.loop_dio)) < 0 ||
+            (r = read_opt_string(&o, &f, "device/transport", &f.nvme_transport)) < 0)
+                goto fail;
+
+        mdp = strdup_printf("block/%s/md", name);
+        dmp = strdup_printf("block/%s/dm", name);
+        lp = strdup_printf("block/%s/loop", name);
+        if (!mdp || !dmp || !lp) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        f.kind = kind_from_facts(&f, dir_exists(o.sysfs_root, mdp), dir_exists(o.sysfs_root, dmp),
+                                 dir_exists(o.sysfs_root, lp));
+
+        if (f.kind == DEVICE_KIND_RBD && (r = read_opt_string(&o, &f, "device/config_info", &f.rbd_config_info)) < 0)
+                goto fail;
+        if (f.kind == DEVICE_KIND_SCSI && (r = read_iscsi_digest(&o, &f)) < 0)
+                goto fail;
+
+        if (f.loop_backing_file) {
+                backing_resolver_t resolve = o.resolve_backing ?: default_resolve_backing;
+                /* The kernel appends " (deleted)" when the backing file was unlinked. */
+                r = resolve(f.loop_backing_file, o.resolve_userdata, &f.loop_backing_devnum);
+                if (r == -ENOMEM)
+                        goto fail;
+                if (r < 0) {
+                        f.loop_backing_devnum = 0;
+                        if (strv_extendf(&f.errors, "loop/backing_file: cannot resolve \"%s\": %s",
+                                         f.loop_backing_file, strerror(-r)) < 0) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                }
+        }
+
+        f.declared_stable_writes = f.stable_writes;
+
+        if ((r = read_stack(&o, &f, "slaves", &f.slaves)) < 0 ||
+            (r = read_stack(&o, &f, "holders", &f.holders)) < 0 || (r = read_partitions(&o, &f)) < 0)
+                goto fail;
+
+        if ((r = read_udev_properties(&o, f.devnum, &f.properties)) < 0)
+                goto fail;
+        for (size_t i = 0; i < f.n_partitions; i++)
+                if ((r = read_udev_properties(&o, f.partitions[i].devnum, &f.properties)) < 0)
+                        goto fail;
+
+        *ret = f;
+        return 0;
+
+fail:
+        device_facts_done(&f);
+        return r;
+}
+
+void device_facts_done(DeviceFacts *f) {
+        free(f->name);
+        free(f->driver);
+        free(f->integrity_format);
+        free(f->md_level);
+        free(f->dm_name);
+        free(f->dm_uuid);
+        free(f->loop_backing_file);
+        free(f->iscsi_data_digest);
+        free(f->nvme_transport);
+        free(f->rbd_config_info);
+        strv_free(f->slaves);
+        strv_free(f->holders);
+        for (size_t i = 0; i < f->n_partitions; i++)
+                free(f->partitions[i].name);
+        free(f->partitions);
+        strv_free(f->properties);
+        strv_free(f->errors);
+        *f = (DeviceFacts){};
+}
+
+void device_table_done(DeviceTable *t) {
+        for (size_t i = 0; i < t->n; i++)
+                device_facts_done(&t->devices[i]);
+        free(t->devices);
+        *t = (DeviceTable){};
+}
+
+int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret) {
+        _cleanup_strv_free_ char **names = NULL;
+        DeviceTable t = {};
+        int r;
+
+        r = sysfs_list_dir(options->sysfs_root ?: "/sys", "block", &names);
+        if (r < 0)
+                return r;
+        t.devices = calloc(strv_length(names) + 1, sizeof(DeviceFacts));
+        if (!t.devices)
+                return -ENOMEM;
+        STRV_FOREACH(n, names) {
+                r = device_facts_read(options, *n, &t.devices[t.n]);
+                if (r == -ENOMEM) {
+                        device_table_done(&t);
+                        return r;
+                }
+                if (r < 0)
+                        continue; /* vanished between listing and reading, or not a disk */
+                t.n++;
+        }
+        *ret = t;
+        return 0;
+}
+
+DeviceFacts *device_table_find(const DeviceTable *t, const char *name) {
+        for (size_t i = 0; i < t->n; i++)
+                if (streq(t->devices[i].name, name))
+                        return &t->devices[i];
+        return NULL;
+}
+
+DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum) {
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->devices[i].devnum == devnum)
+                        return &t->devices[i];
+                for (size_t j = 0; j < t->devices[i].n_partitions; j++)
+                        if (t->devices[i].partitions[j].devnum == devnum)
+                                return &t->devices[i];
+        }
+        return NULL;
+}
+
+const char *device_facts_property(const DeviceFacts *f, const char *key) {
+        size_t n = strlen(key);
+        STRV_FOREACH(p, f->properties)
+                if (strneq(*p, key, n) && (*p)[n] == '=')
+                        return *p + n + 1;
+        return NULL;
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The facts of every whole disk under a sysfs root, as the kernel shows them. Missing
+ * attributes are normal (kernels differ) and read as "absent"; unreadable ones are
+ * recorded in DeviceFacts.errors, never fatal. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+typedef enum DeviceKind {
+        DEVICE_KIND_OTHER,
+        DEVICE_KIND_SCSI,   /* sd */
+        DEVICE_KIND_NVME,
+        DEVICE_KIND_VIRTIO, /* virtio_blk */
+        DEVICE_KIND_LOOP,
+        DEVICE_KIND_ZRAM,
+        DEVICE_KIND_MD,
+        DEVICE_KIND_DM,
+        DEVICE_KIND_RBD,
+        DEVICE_KIND_DRBD,
+        DEVICE_KIND_NBD,
+        DEVICE_KIND_MMC,
+        DEVICE_KIND_RAM, /* brd */
+        _DEVICE_KIND_MAX,
+} DeviceKind;
+
+/* A tri-state attribute: absent (-1), 0 or 1. */
+#define ATTR_ABSENT (-1)
+
+typedef struct Partition {
+        char *name;
+        dev_t devnum;
+} Partition;
+
+typedef struct DeviceFacts {
+        char *name;    /* kernel name of the disk, e.g. "sda" */
+        dev_t devnum;  /* MAJ:MIN of the disk */
+        uint64_t diskseq; /* 0 when the kernel has none */
+        DeviceKind kind;
+        char *driver; /* basename of device/driver, NULL if none */
+
+        int stable_writes; /* queue/stable_writes: ATTR_ABSENT, 0, 1 */
+        int declared_stable_writes; /* what the kernel set at probe time, before anyone wrote
+                                     * the flag: from the state of the first write, else
+                                     * stable_writes (filled by the caller, see state.h) */
+
+        char *integrity_format;   /* integrity/format ("none", "T10-DIF-TYPE1-CRC"…), NULL if absent */
+        int write_generate;       /* integrity/write_generate */
+        int read_verify;          /* integrity/read_verify */
+        int integrity_capable;    /* integrity/device_is_integrity_capable */
+
+        char *md_level;  /* md/level ("raid5"…), NULL if not md */
+        int md_skip_copy; /* md/skip_copy */
+
+        char *dm_name, *dm_uuid; /* dm/name, dm/uuid */
+
+        char *loop_backing_file; /* loop/backing_file */
+        int loop_dio;            /* loop/dio */
+        dev_t loop_backing_devnum; /* device holding the backing file, 0 if unknown */
+
+        char *iscsi_data_digest; /* data_digest of the iSCSI connection ("CRC32C", "None") */
+        char *nvme_transport;    /* device/transport ("tcp", "rdma", "pcie"…) */
+        char *rbd_config_info;   /* device/config_info */
+
+        char **slaves;  /* disk names below this one (partitions mapped to their disk) */
+        char **holders; /* disk names above this one */
+        Partition *partitions;
+        size_t n_partitions;
+
+        char **properties; /* udev KEY=value of the disk and its partitions, if known */
+        char **errors;     /* "attribute: reason" for attributes that exist but can't be read */
+} DeviceFacts;
+
+typedef struct DeviceTable {
+        DeviceFacts *devices;
+        size_t n;
+} DeviceTable;
+
+/* Resolves the filesystem device of a loop backing file. Returns 0 and *ret, or -errno. */
+typedef int (*backing_resolver_t)(const char *backing_file, void *userdata, dev_t *ret);
+
+typedef struct DeviceScanOptions {
+        const char *sysfs_root;    /* default "/sys" */
+        const char *udev_data_dir; /* default "/run/udev/data"; "" disables */
+        backing_resolver_t resolve_backing; /* default: stat(2) */
+        void *resolve_userdata;
+} DeviceScanOptions;
+
+/* Reads the facts of every whole disk under options->sysfs_root/block into *ret.
+ * Returns 0 or -errno (only when the block directory itself cannot be listed). */
+int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret);
+
+/* Reads the facts of one disk by kernel name. Returns 0, -ENOENT when no such disk. */
+int device_facts_read(const DeviceScanOptions *options, const char *name, DeviceFacts *ret);
+
+void device_facts_done(DeviceFacts *f);
+void device_table_done(DeviceTable *t);
+
+/* The disk of that name or NULL. */
+DeviceFacts *device_table_find(const DeviceTable *t, const char *name);
+
+/* The disk whose devnum, or one of whose partitions' devnum, is devnum, or NULL. */
+DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum);
+
+/* Maps a kernel name of a disk or partition to the disk's name under sysfs_root.
+ * Returns 0 with a new string, -ENOENT when no such block device. */
+int device_disk_of(const char *sysfs_root, const char *name, char **ret);
+
+/* The value of udev property key of the disk itself, or NULL. */
+const char *device_facts_property(const DeviceFacts *f, const char *key);
+
+const char *device_kind_to_string(DeviceKind k);
+
+/* True when the integrity format is a real checksum (T10-DIF-*, EXT-DIF-*). */
+bool integrity_format_is_checksum(const char *format);

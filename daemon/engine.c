@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/utsname.h>
+
+#include "config-build.h"
+#include "engine.h"
+#include "log.h"
+#include "sysfs.h"
+#include "util.h"
+
+const char *desired_to_string(int desired) {
+        return desired < 0 ? "-" : desired ? "on" : "off";
+}
+
+static int strdup_or(char **dst, const char *value, const char *fallback) {
+        *dst = strdup(value ?: fallback);
+        return *dst ? 0 : -ENOMEM;
+}
+
+int engine_init(Engine *e, const EngineOptions *o) {
+        struct utsname u;
+        int r;
+
+        *e = (Engine){ .resolve_backing = o->resolve_backing, .resolve_userdata = o->resolve_userdata };
+        if (!o->kernel_release && uname(&u) < 0)
+                return -errno;
+        if ((r = strdup_or(&e->sysfs_root, o->sysfs_root, "/sys")) < 0 ||
+            (r = strdup_or(&e->udev_data_dir, o->udev_data_dir, "/run/udev/data")) < 0 ||
+            (r = strdup_or(&e->config_file, o->config_file, CONFIG_FILE)) < 0 ||
+            (r = strdup_or(&e->dropin_dir, o->dropin_dir, CONFIG_DROPIN_DIR)) < 0 ||
+            (r = strdup_or(&e->runtime_dir, o->runtime_dir, RUNTIME_DIR)) < 0 ||
+            (r = strdup_or(&e->kernel_release, o->kernel_release, u.release)) < 0)
+                goto fail;
+        r = parse_kernel_version(e->kernel_release, &e->kernel);
+        if (r < 0) {
+                log_error("Cannot parse kernel release \"%s\".", e->kernel_release);
+                goto fail;
+        }
+        r = config_init_defaults(&e->config);
+        if (r < 0)
+                goto fail;
+        return 0;
+fail:
+        engine_done(e);
+        return r;
+}
+
+static void engine_devices_free(Engine *e) {
+        for (size_t i = 0; e->devices && i < e->table.n; i++) {
+                classification_done(&e->devices[i].class);
+                policy_decision_done(&e->devices[i].decision);
+        }
+        e->devices = mfree(e->devices);
+        device_table_done(&e->table);
+}
+
+void engine_done(Engine *e) {
+        engine_devices_free(e);
+        config_done(&e->config);
+        config_diags_done(&e->diags);
+        runtime_overrides_done(&e->overrides);
+        free(e->sysfs_root);
+        free(e->udev_data_dir);
+        free(e->config_file);
+        free(e->dropin_dir);
+        free(e->runtime_dir);
+        free(e->kernel_release);
+        *e = (Engine){};
+}
+
+int engine_load_config(Engine *e) {
+        Config c = {};
+        ConfigDiags d = {};
+        int r = config_load(e->config_file, e->dropin_dir, &c, &d);
+        if (r < 0) {
+                config_diags_done(&d);
+                return r;
+        }
+        config_diags_done(&e->diags);
+        e->diags = d;
+        engine_set_config(e, &c);
+        return 0;
+}
+
+void engine_set_config(Engine *e, Config *c) {
+        for (size_t i = 0; e->devices && i < e->table.n; i++)
+                e->devices[i].setting_rule = NULL; /* points into the old config */
+        config_done(&e->config);
+        e->config = *c;
+        *c = (Config){};
+}
+
+int engine_load_overrides(Engine *e) {
+        RuntimeOverrides o = {};
+        int r = state_load_overrides(e->runtime_dir, &o);
+        if (r < 0)
+                return r;
+        runtime_overrides_done(&e->overrides);
+        e->overrides = o;
+        return 0;
+}
+
+static int engine_decide(Engine *e, EngineDevice *d) {
+        DeviceFacts *f = d->facts;
+        DeviceIdentity id = { .name = f->name, .devnum = f->devnum, .properties = f->properties };
+        const DeviceRule *force_rule = NULL;
+        const RuntimeOverride *o;
+
+        config_device_settings(&e->config, &id, &d->setting, &d->force, &d->setting_rule, &force_rule);
+        d->setting_source = SOURCE_CONFIG;
+        o = runtime_overrides_find(&e->overrides, f->name);
+        if (o) {
+                d->setting = o->setting;
+                d->force = o->force;
+                d->setting_source = SOURCE_RUNTIME;
+                d->setting_rule = NULL;
+        }
+        d->managed = config_device_is_managed(&e->config, f->name);
+
+        PolicyInput in = {
+                .name = f->name,
+                .mode = e->config.policy,
+                .need = d->class.need,
+                .need_reason = d->class.reasons ? d->class.reasons[0] : NULL,
+                .managed = d->managed,
+                .setting = d->setting,
+                .setting_source = d->setting_source,
+                .force = d->force,
+                .stalls = d->stalls,
+                .declared = f->declared_stable_writes == 1,
+                .integrity_enforced = d->class.integrity_enforced,
+        };
+        policy_decision_done(&d->decision);
+        return policy_decide(&in, &d->decision);
+}
+
+int engine_scan(Engine *e) {
+        DeviceScanOptions so = {
+                .sysfs_root = e->sysfs_root,
+                .udev_data_dir = e->udev_data_dir,
+                .resolve_backing = e->resolve_backing,
+                .resolve_userdata = e->resolve_userdata,
+        };
+        _cleanup_free_ Classification *classes = NULL;
+        int r;
+
+        engine_devices_free(e);
+        r = device_table_scan(&so, &e->table);
+        if (r < 0)
+                return log_error_errno(r, "Cannot list block devices under %s/block: %m", e->sysfs_root);
+
+        for (size_t i = 0; i < e->table.n; i++) {
+                DeviceFacts *f = &e->table.devices[i];
+                int v = state_read_original(e->runtime_dir, f->name, f->diskseq);
+                if (v >= 0)
+                        f->declared_stable_writes = v;
+        }
+
+        classes = calloc(e->table.n + 1, sizeof(Classification));
+        e->devices = calloc(e->table.n + 1, sizeof(EngineDevice));
+        if (!classes || !e->devices)
+                return -ENOMEM;
+        r = classify_table(&e->table, e->kernel, classes);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < e->table.n; i++) {
+                e->devices[i].facts = &e->table.devices[i];
+                e->devices[i].class = classes[i];
+                r = engine_decide(e, &e->devices[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+EngineDevice *engine_find(Engine *e, const char *name) {
+        _cleanup_free_ char *disk = NULL;
+
+        for (size_t i = 0; i < e->table.n; i++)
+                if (streq(e->devices[i].facts->name, name))
+                        return &e->devices[i];
+        if (device_disk_of(e->sysfs_root, name, &disk) < 0)
+                return NULL;
+        for (size_t i = 0; i < e->table.n; i++)
+                if (streq(e->devices[i].facts->name, disk))
+                        return &e->devices[i];
+        return NULL;
+}
+
+void apply_result_done(ApplyResult *r) {
+        free(r->message);
+        *r = (ApplyResult){};
+}
+
+static int fail(ApplyResult *ret, int error, char *message) {
+        ret->message = message;
+        return message ? error : -ENOMEM;
+}
+
+int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
+        DeviceFacts *f = d->facts;
+        const PolicyDecision *dec = &d->decision;
+        _cleanup_free_ char *attr = strdup_printf("block/%s/queue/stable_writes", f->name);
+        long long now;
+        int r;
+
+        *ret = (ApplyResult){ .old_value = f->stable_writes, .new_value = f->stable_writes };
+        if (!attr)
+                return -ENOMEM;
+        if (dec->desired < 0) {
+                ret->message = strdup_printf("%s: left as it is (%s)", f->name, dec->reason);
+                return ret->message ? 0 : -ENOMEM;
+        }
+        if (f->stable_writes == ATTR_ABSENT)
+                return fail(ret, -EOPNOTSUPP,
+                            strdup_printf("%s: the kernel has no queue/stable_writes for this device",
+                                          f->name));
+
+        if (f->stable_writes != dec->desired) {
+                char value[2] = { dec->desired ? '1' : '0', '\0' };
+
+                r = state_record_original(e->runtime_dir, f->name, f->diskseq, f->declared_stable_writes);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot record the kernel's original flag in %s: %m",
+                                          f->name, e->runtime_dir);
+                r = sysfs_write_string(e->sysfs_root, attr, value);
+                if (r < 0)
+                        return fail(ret, r,
+                                    strdup_printf("%s: cannot write %s to queue/stable_writes: %s",
+                                                  f->name, value, strerror(-r)));
+                r = sysfs_read_int(e->sysfs_root, attr, &now);
+                if (r < 0 || now != dec->desired)
+                        return fail(ret, r < 0 ? r : -EIO,
+                                    strdup_printf("%s: wrote %s to queue/stable_writes but it reads %s",
+                                                  f->name, value, r < 0 ? strerror(-r) : (now ? "1" : "0")));
+                ret->changed = true;
+                ret->new_value = (int) now;
+                f->stable_writes = (int) now;
+                d->class.in_force = stable_writes_in_force(f, e->kernel);
+                log_full(dec->forced ? LOG_WARNING : LOG_INFO, "%s: stable writes %s -> %s: %s%s (need %s: %s)",
+                         f->name, ret->old_value ? "on" : "off", value[0] == '1' ? "on" : "off",
+                         dec->reason, dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
+                         d->class.reasons ? d->class.reasons[0] : "no reason");
+        }
+
+        if (dec->refused)
+                return fail(ret, -EPERM, strdup_printf("%s: %s", f->name, dec->reason));
+        ret->message = strdup_printf("%s: stable writes %s%s (%s)", f->name, desired_to_string(dec->desired),
+                                     ret->changed ? "" : ", unchanged", dec->reason);
+        return ret->message ? 0 : -ENOMEM;
+}
+
+static void json_attr_int(JsonWriter *w, const char *key, int v) {
+        json_key(w, key);
+        if (v == ATTR_ABSENT)
+                json_null(w);
+        else
+                json_int(w, v);
+}
+
+void engine_device_json(const Engine *e, const EngineDevice *d, JsonWriter *w) {
+        json_object_begin(w);
+        engine_device_json_members(e, d, w);
+        json_object_end(w);
+}
+
+void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w) {
+        const DeviceFacts *f = d->facts;
+        char buf[32];
+
+        json_key(w, "name");
+        json_string(w, f->name);
+        json_key(w, "devnum");
+        json_string(w, format_devnum(f->devnum, buf));
+        json_key(w, "kind");
+        json_string(w, device_kind_to_string(f->kind));
+        json_key(w, "driver");
+        json_string(w, f->driver);
+        json_attr_int(w, "stable_writes", f->stable_writes);
+        json_attr_int(w, "declared", f->declared_stable_writes);
+        json_key(w, "in_force");
+        json_bool(w, d->class.in_force);
+        json_key(w, "integrity_enforced");
+        json_bool(w, d->class.integrity_enforced);
+        json_key(w, "need");
+        json_string(w, need_to_string(d->class.need));
+        json_key(w, "reasons");
+        json_strv(w, d->class.reasons);
+        json_key(w, "desired");
+        json_string(w, d->decision.desired < 0 ? NULL : desired_to_string(d->decision.desired));
+        json_key(w, "desired_source");
+        json_string(w, desired_source_to_string(d->decision.source));
+        json_key(w, "decision");
+        json_string(w, d->decision.reason);
+        json_key(w, "refused");
+        json_bool(w, d->decision.refused);
+        json_key(w, "forced");
+        json_bool(w, d->decision.forced);
+        json_key(w, "managed");
+        json_bool(w, d->managed);
+        json_key(w, "setting");
+        json_string(w, setting_to_string(d->setting));
+
+        json_key(w, "facts");
+        json_object_begin(w);
+        json_key(w, "integrity_format");
+        json_string(w, f->integrity_format);
+        json_attr_int(w, "write_generate", f->write_generate);
+        json_attr_int(w, "read_verify", f->read_verify);
+        json_attr_int(w, "integrity_capable", f->integrity_capable);
+        json_key(w, "md_level");
+        json_string(w, f->md_level);
+        json_attr_int(w, "md_skip_copy", f->md_skip_copy);
+        json_key(w, "dm_name");
+        json_string(w, f->dm_name);
+        json_key(w, "dm_uuid");
+        json_string(w, f->dm_uuid);
+        json_key(w, "loop_backing_file");
+        json_string(w, f->loop_backing_file);
+        json_attr_int(w, "loop_dio", f->loop_dio);
+        json_key(w, "iscsi_data_digest");
+        json_string(w, f->iscsi_data_digest);
+        json_key(w, "nvme_transport");
+        json_string(w, f->nvme_transport);
+        json_key(w, "slaves");
+        json_strv(w, f->slaves);
+        json_key(w, "holders");
+        json_strv(w, f->holders);
+        json_key(w, "partitions");
+        json_array_begin(w);
+        for (size_t i = 0; i < f->n_partitions; i++)
+                json_string(w, f->partitions[i].name);
+        json_array_end(w);
+        json_object_end(w);
+
+        json_key(w, "errors");
+        json_strv(w, f->errors);
+}
+
+const char *kernel_state_to_string(int flag, bool in_force) {
+        if (flag == ATTR_ABSENT)
+                return "-";
+        if (flag == 0 && in_force)
+                return "on (integrity)";
+        return flag ? "on" : "off";
+}
+
+void engine_dump_json(const Engine *e, char *const *names, FILE *f, bool pretty) {
+        JsonWriter w;
+
+        json_init(&w, f, pretty);
+        json_array_begin(&w);
+        for (size_t i = 0; i < e->table.n; i++)
+                if (strv_length(names) == 0 || strv_contains(names, e->devices[i].facts->name))
+                        engine_device_json(e, &e->devices[i], &w);
+        json_array_end(&w);
+        if (!pretty)
+                fputc('\n', f);
+}
+
+void engine_dump_text(const Engine *e, FILE *f) {
+        fprintf(f, "%-12s %-8s %-15s %-12s %-7s %-9s %s\n", "DEVICE", "KIND", "KERNEL", "NEED", "DESIRED",
+                "SOURCE", "REASON");
+        for (size_t i = 0; i < e->table.n; i++) {
+                const EngineDevice *d = &e->devices[i];
+                const DeviceFacts *df = d->facts;
+                fprintf(f, "%-12s %-8s %-15s %-12s %-7s %-9s %s\n", df->name, device_kind_to_string(df->kind),
+                        kernel_state_to_string(df->stable_writes, d->class.in_force),
+                        need_to_string(d->class.need), desired_to_string(d->decision.desired),
+                        desired_source_to_string(d->decision.source),
+                        d->class.reasons ? d->class.reasons[0] : "");
+        }
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The engine: config + sysfs facts + runtime state -> need, reasons and desired state for
+ * every disk, and the one operation that changes the system: writing queue/stable_writes.
+ * Used by the one-shot applier, dump, and the daemon's Manager. No D-Bus, no event loop. */
+
+#include "classify.h"
+#include "config.h"
+#include "device.h"
+#include "json.h"
+#include "policy.h"
+#include "state.h"
+
+typedef struct EngineOptions {
+        const char *sysfs_root;     /* default "/sys" */
+        const char *udev_data_dir;  /* default "/run/udev/data" */
+        const char *config_file;    /* default CONFIG_FILE */
+        const char *dropin_dir;     /* default CONFIG_DROPIN_DIR */
+        const char *runtime_dir;    /* default RUNTIME_DIR */
+        const char *kernel_release; /* default uname -r */
+        backing_resolver_t resolve_backing;
+        void *resolve_userdata;
+} EngineOptions;
+
+/* Everything the engine concluded about one disk. */
+typedef struct EngineDevice {
+        DeviceFacts *facts;   /* points into Engine.table */
+        Classification class;
+        Setting setting;      /* the override in force (auto when none) */
+        DesiredSource setting_source;
+        const DeviceRule *setting_rule; /* the [Device] section that set it, if any */
+        bool force;
+        bool managed;
+        StallVerdict stalls;
+        PolicyDecision decision;
+} EngineDevice;
+
+typedef struct Engine {
+        char *sysfs_root, *udev_data_dir, *config_file, *dropin_dir, *runtime_dir;
+        char *kernel_release;
+        unsigned kernel;
+        backing_resolver_t resolve_backing;
+        void *resolve_userdata;
+
+        Config config;
+        ConfigDiags diags;
+        RuntimeOverrides overrides;
+
+        DeviceTable table;
+        EngineDevice *devices; /* table.n entries */
+} Engine;
+
+/* Initializes e from options (copied). Returns 0 or -errno. */
+int engine_init(Engine *e, const EngineOptions *options);
+void engine_done(Engine *e);
+
+/* Loads the configuration files into e->config, diagnostics into e->diags (replacing both).
+ * Returns 0 or -ENOMEM. */
+int engine_load_config(Engine *e);
+
+/* Replaces e->config (taking ownership of *c, which is zeroed). Decisions are stale until
+ * the next engine_scan(). */
+void engine_set_config(Engine *e, Config *c);
+
+/* Loads the runtime overrides from the runtime dir. Returns 0 or -errno. */
+int engine_load_overrides(Engine *e);
+
+/* Reads the facts of every disk and derives need and desired state. Returns 0 or -errno. */
+int engine_scan(Engine *e);
+
+/* The EngineDevice for a disk or partition name, or NULL. */
+EngineDevice *engine_find(Engine *e, const char *name);
+
+typedef struct ApplyResult {
+        bool changed;
+        int old_value, new_value; /* the flag before and after */
+        char *message;            /* why it failed or what it did; owned */
+} ApplyResult;
+
+void apply_result_done(ApplyResult *r);
+
+/* Makes queue/stable_writes of d as decided: writes it only when it differs, records the
+ * kernel's original value first, logs one line per change with the reason (a warning when
+ * forced). Returns 0 when the device is as desired (changed or not); -EPERM when an off
+ * was refused (the interlock, or a 6.11+ integrity profile; the flag is then made 1);
+ * -EOPNOTSUPP when the kernel has no such switch; other -errno when the write failed.
+ * ret->message says what happened. */
+int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret);
+
+/* Prints the named disks (every disk when names is NULL or empty) as a JSON array of
+ * objects to f. */
+void engine_dump_json(const Engine *e, char *const *names, FILE *f, bool pretty);
+
+/* Prints every disk as a text table to f. */
+void engine_dump_text(const Engine *e, FILE *f);
+
+/* Writes one device as a JSON object. */
+void engine_device_json(const Engine *e, const EngineDevice *d, JsonWriter *w);
+
+/* Writes the members of that object only, for callers that add their own. */
+void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w);
+
+/* "on", "off", or "-" (leave alone) for a desired value. */
+const char *desired_to_string(int desired);
+
+/* The kernel state of a disk: "on", "off", "on (integrity)" when a 6.11+ integrity
+ * profile enforces stable writes while the flag reads 0, "-" without a switch. */
+const char *kernel_state_to_string(int flag, bool in_force);

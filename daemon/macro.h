@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _warn_unused_result_ __attribute__((warn_unused_result))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+#define streq(a, b) (strcmp((a), (b)) == 0)
+#define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+#define isempty(s) (!(s) || (s)[0] == '\0')
+
+#define USEC_PER_SEC 1000000ULL
+#define USEC_PER_MSEC 1000ULL
+#define NSEC_PER_USEC 1000ULL
+
+/* Frees *p and sets it to NULL; returns NULL for use in assignments. */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Returns the pointer and clears the variable, to hand ownership on. */
+#define TAKE_PTR(p)                                                                                \
+        ({                                                                                         \
+                __typeof__(p) _p = (p);                                                            \
+                (p) = NULL;                                                                        \
+                _p;                                                                                \
+        })
+
+#define TAKE_FD(fd)                                                                                \
+        ({                                                                                         \
+                int _fd = (fd);                                                                    \
+                (fd) = -EBADF;                                                                     \
+                _fd;                                                                               \
+        })
+
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
+        static inline void func##p(type *p) {                                                      \
+                if (*p)                                                                            \
+                        func(*p);                                                                  \
+        }

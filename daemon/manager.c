@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+static void snapshot_done(DeviceSnapshot *s) {
+        free(s->name);
+        free(s->signature);
+        free(s->last_error);
+}
+
+static DeviceSnapshot *snapshot_find(Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_snapshots; i++)
+                if (streq(m->snapshots[i].name, name))
+                        return &m->snapshots[i];
+        return NULL;
+}
+
+/* The snapshot of f, created (as "never published") for a disk seen for the first time. */
+static DeviceSnapshot *snapshot_get(Manager *m, const DeviceFacts *f) {
+        DeviceSnapshot *s = snapshot_find(m, f->name);
+        if (s)
+                return s;
+        s = realloc(m->snapshots, sizeof(DeviceSnapshot) * (m->n_snapshots + 1));
+        if (!s)
+                return NULL;
+        m->snapshots = s;
+        s = &s[m->n_snapshots];
+        *s = (DeviceSnapshot){ .name = strdup(f->name), .diskseq = f->diskseq, .flag = f->stable_writes };
+        if (!s->name)
+                return NULL;
+        m->n_snapshots++;
+        return s;
+}
+
+static void emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
+        if (m->handler)
+                m->handler(m, &(ManagerEvent){ .type = type, .device = device, .result = result },
+                           m->handler_userdata);
+}
+
+/* Facts, decisions, then the mount table (new mounts take the device state from before
+ * any write of ours in this pass). Logs drift: a flag that moved away from what we want
+ * since our last look, by someone else. */
+static int manager_scan(Manager *m) {
+        Engine *e = &m->engine;
+        int r;
+
+        r = engine_scan(e);
+        /* A failed scan can leave partial tables behind: show nothing rather than those. */
+        m->scanned = r >= 0;
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < e->table.n; i++) {
+                const EngineDevice *d = &e->devices[i];
+                const DeviceFacts *f = d->facts;
+                DeviceSnapshot *s = snapshot_get(m, f);
+
+                if (!s)
+                        return -ENOMEM;
+                if (s->diskseq != f->diskseq) {
+                        /* Another device under the same name: nothing to compare with. */
+                        s->diskseq = f->diskseq;
+                        s->flag = f->stable_writes;
+                        s->last_error = mfree(s->last_error);
+                        continue;
+                }
+                if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT &&
+                    f->stable_writes != s->flag &&
+                    (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
+                        log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s",
+                                    f->name, s->flag, f->stable_writes,
+                                    d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
+                s->flag = f->stable_writes;
+        }
+
+        r = mount_tracker_refresh(m->mounts, e, NULL);
+        if (r < 0)
+                log_error_errno(r, "Cannot read the mount table, keeping the last one: %m");
+        return 0;
+}
+
+/* Applies d's decision; logs each distinct failure once and tells the handler. */
+static int manager_apply_one(Manager *m, EngineDevice *d, ApplyResult *ret) {
+        _cleanup_(apply_result_done) ApplyResult res = {};
+        DeviceSnapshot *s = snapshot_get(m, d->facts);
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        r = engine_apply(&m->engine, d, &res);
+        if (r == -ENOMEM || !res.message)
+                return -ENOMEM;
+        s->flag = d->facts->stable_writes;
+        if (r < 0) {
+                if (!s->last_error || !streq(s->last_error, res.message)) {
+                        log_full(r == -EPERM ? LOG_WARNING : LOG_ERR, "%s", res.message);
+                        free(s->last_error);
+                        s->last_error = strdup(res.message);
+                        emit(m, MANAGER_APPLIED, d->facts->name, &res);
+                }
+        } else {
+                s->last_error = mfree(s->last_error);
+                if (res.changed)
+                        emit(m, MANAGER_APPLIED, d->facts->name, &res);
+        }
+        if (ret)
+                *ret = (ApplyResult){ .changed = res.changed,
+                                      .old_value = res.old_value,
+                                      .new_value = res.new_value,
+                                      .message = TAKE_PTR(res.message) };
+        return r;
+}
+
+static int manager_apply_all(Manager *m) {
+        for (size_t i = 0; i < manager_n_devices(m); i++) {
+                EngineDevice *d = manager_device(m, i);
+                if (d->decision.desired < 0)
+                        continue; /* observe, unmanaged: nothing to write */
+                if (manager_apply_one(m, d, NULL) == -ENOMEM)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Everything shown about a disk, to tell whether anything changed. */
+static char *device_signature(Manager *m, const EngineDevice *d) {
+        const DeviceFacts *f = d->facts;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *s = open_memstream(&buf, &size);
+
+        if (!s)
+                return NULL;
+        fprintf(s, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%s|", f->stable_writes, d->class.in_force,
+                d->class.integrity_enforced, d->class.need, d->decision.desired, d->decision.source,
+                d->decision.refused, d->decision.forced, d->managed, d->setting, d->decision.reason ?: "",
+                strv_length(d->class.reasons) > 0 ? d->class.reasons[0] : "");
+        STRV_FOREACH (r, d->class.reasons)
+                fprintf(s, "%s;", *r);
+        for (size_t i = 0; i < m->mounts->n; i++) {
+                const TrackedMount *t = &m->mounts->mounts[i];
+                if (t->disk && streq(t->disk, f->name))
+                        fprintf(s, "|%d:%s:%d:%d:%d:%s", t->id, t->target, t->read_only, t->effective,
+                                t->pending, t->reason ?: "");
+        }
+        if (fclose(s) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+void manager_dump_json(const Manager *m, FILE *f, bool pretty) {
+        JsonWriter w;
+
+        json_init(&w, f, pretty);
+        json_object_begin(&w);
+        json_key(&w, "policy");
+        json_string(&w, policy_mode_to_string(m->engine.config.policy));
+        json_key(&w, "apply_mounted");
+        json_string(&w, apply_mounted_to_string(m->engine.config.apply_mounted));
+        json_key(&w, "uevent_source");
+        json_string(&w, m->udev ? udev_watch_source(m->udev) : NULL);
+        json_key(&w, "devices");
+        json_array_begin(&w);
+        for (size_t i = 0; i < manager_n_devices(m); i++)
+                engine_device_json(&m->engine, &m->engine.devices[i], &w);
+        json_array_end(&w);
+        json_key(&w, "filesystems");
+        json_array_begin(&w);
+        for (size_t i = 0; m->mounts && i < m->mounts->n; i++)
+                tracked_mount_json(&m->mounts->mounts[i], &w);
+        json_array_end(&w);
+        json_object_end(&w);
+        fputc('\n', f);
+}
+
+/* Rewrites runtime_dir/devices.json when its content changed. */
+static int manager_write_dump(Manager *m) {
+        _cleanup_free_ char *buf = NULL, *path = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        int r;
+
+        if (!f)
+                return -ENOMEM;
+        manager_dump_json(m, f, true);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        if (m->dump && streq(m->dump, buf))
+                return 0;
+        path = path_join(m->engine.runtime_dir, "devices.json");
+        if (!path)
+                return -ENOMEM;
+        r = write_file_atomic(path, buf, size, 0644);
+        if (r < 0)
+                return r;
+        free(m->dump);
+        m->dump = TAKE_PTR(buf);
+        return 0;
+}
+
+static void manager_notify_status(Manager *m, const char *extra) {
+        unsigned stable = 0;
+        _cleanup_free_ char *status = NULL;
+
+        for (size_t i = 0; i < manager_n_devices(m); i++)
+                stable += m->engine.devices[i].class.in_force;
+        status = strdup_printf("%zu devices, %u stable, %u pending", manager_n_devices(m), stable,
+                               manager_count_pending(m, NULL));
+        if (!status)
+                return;
+        if (!extra && m->status && streq(m->status, status))
+                return;
+        (void) sd_notifyf(false, "%sSTATUS=%s", extra ?: "", status);
+        free(m->status);
+        m->status = TAKE_PTR(status);
+}
+
+/* Pending mounts, device events, status, devices.json: everything derived, in that order. */
+static void manager_publish(Manager *m) {
+        int r;
+
+        if (m->scanned)
+                mount_tracker_update_pending(m->mounts, &m->engine);
+
+        for (size_t i = 0; i < manager_n_devices(m); i++) {
+                const EngineDevice *d = &m->engine.devices[i];
+                DeviceSnapshot *s = snapshot_find(m, d->facts->name);
+                char *sig = device_signature(m, d);
+
+                if (!s || !sig) {
+                        free(sig);
+                        log_oom();
+                        continue;
+                }
+                bool added = !s->signature, changed = added || !streq(s->signature, sig);
+                free(s->signature);
+                s->signature = sig;
+                if (added)
+                        log_debug("%s: new %s disk, need %s, stable writes %s, desired %s.", d->facts->name,
+                                  device_kind_to_string(d->facts->kind), need_to_string(d->class.need),
+                                  d->class.in_force ? "on" : "off", desired_to_string(d->decision.desired));
+                if (changed)
+                        emit(m, added ? MANAGER_DEVICE_ADDED : MANAGER_DEVICE_CHANGED, d->facts->name, NULL);
+        }
+
+        /* Disks that are gone: forget them and what we recorded about them. */
+        for (size_t i = 0; m->scanned && i < m->n_snapshots;) {
+                DeviceSnapshot *s = &m->snapshots[i];
+                if (device_table_find(&m->engine.table, s->name)) {
+                        i++;
+                        continue;
+                }
+                log_debug("%s: removed.", s->name);
+                r = state_forget_original(m->engine.runtime_dir, s->name);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot remove its record in %s: %m", s->name,
+                                          m->engine.runtime_dir);
+                if (s->signature)
+                        emit(m, MANAGER_DEVICE_REMOVED, s->name, NULL);
+                snapshot_done(s);
+                *s = m->snapshots[--m->n_snapshots];
+        }
+
+        manager_notify_status(m, NULL);
+        r = manager_write_dump(m);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s/devices.json: %m", m->engine.runtime_dir);
+}
+
+int manager_reconcile(Manager *m) {
+        int r = manager_scan(m);
+        if (r < 0) {
+                manager_publish(m);
+                return log_error_errno(r, "Cannot read the block devices: %m");
+        }
+        r = manager_apply_all(m);
+        manager_publish(m);
+        if (r < 0)
+                return log_oom();
+        return 0;
+}
+
+static int on_uevent_delay(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void) manager_reconcile(userdata);
+        return 0;
+}
+
+static void on_uevent(UdevWatch *w, const char *action, const char *sysname, const char *devtype,
+                      void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        /* Events come in bursts (a disk and its partitions, add then change): one full rescan
+         * shortly after the first handles them all. A rescan reads a few files per disk. */
+        if (m->uevent_delay) {
+                int enabled;
+                if (sd_event_source_get_enabled(m->uevent_delay, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                        return;
+                r = sd_event_source_set_time_relative(m->uevent_delay, MANAGER_UEVENT_DELAY_USEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->uevent_delay, SD_EVENT_ONESHOT);
+        } else {
+                r = sd_event_add_time_relative(m->event, &m->uevent_delay, CLOCK_MONOTONIC,
+                                               MANAGER_UEVENT_DELAY_USEC, 1, on_uevent_delay, m);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(m->uevent_delay, "uevent-delay");
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot arm the uevent timer, rescanning now: %m");
+                (void) manager_reconcile(m);
+        }
+}
+
+static void on_mounts_changed(MountTracker *t, void *userdata) {
+        Manager *m = userdata;
+        unsigned unresolved = 0;
+        int r;
+
+        if (!m->scanned) {
+                (void) manager_reconcile(m);
+                return;
+        }
+        r = mount_tracker_refresh(t, &m->engine, &unresolved);
+        if (r < 0)
+                log_error_errno(r, "Cannot read the mount table, keeping the last one: %m");
+        if (unresolved > 0) {
+                /* Mounted from a disk we have not heard of yet (its uevent is still on the way):
+                 * rescan, which reads the mount table again. */
+                (void) manager_reconcile(m);
+                return;
+        }
+        manager_publish(m);
+}
+
+static int on_rescan(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        (void) manager_reconcile(m);
+        r = sd_event_source_set_time_relative(s, m->engine.config.rescan_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Cannot re-arm the rescan timer, periodic rescans stop: %m");
+        return 0;
+}
+
+/* Arms (or, with RescanSec=0, disarms) the periodic rescan per the configuration. */
+static int manager_arm_rescan(Manager *m) {
+        uint64_t usec = m->engine.config.rescan_usec;
+        int r;
+
+        if (usec == 0)
+                return m->rescan ? sd_event_source_set_enabled(m->rescan, SD_EVENT_OFF) : 0;
+        if (!m->rescan) {
+                r = sd_event_add_time_relative(m->event, &m->rescan, CLOCK_MONOTONIC, usec, USEC_PER_SEC,
+                                               on_rescan, m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->rescan, "rescan");
+                return 0;
+        }
+        r = sd_event_source_set_time_relative(m->rescan, usec);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(m->rescan, SD_EVENT_ONESHOT);
+}
+
+static void log_diags(const ConfigDiags *d) {
+        for (size_t i = 0; i < d->n; i++) {
+                const ConfigDiag *c = &d->items[i];
+                log_full(c->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s:%u: %s", c->file, c->line,
+                         c->message);
+        }
+}
+
+int manager_reload(Manager *m, ConfigDiags *ret_diags) {
+        Engine *e = &m->engine;
+        _cleanup_(config_done) Config c = {};
+        ConfigDiags d = {};
+        int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nSTATUS=Reloading configuration...\nMONOTONIC_USEC=%llu",
+                          (unsigned long long) now_usec_monotonic());
+
+        r = config_load(e->config_file, e->dropin_dir, &c, &d);
+        if (r < 0) {
+                config_diags_done(&d);
+                manager_notify_status(m, "READY=1\n");
+                return log_error_errno(r, "Cannot load the configuration, keeping the one in force: %m");
+        }
+        log_diags(&d);
+        size_t errors = config_diags_errors(&d);
+        if (errors > 0) {
+                log_error("%s and its drop-ins have %zu error%s, keeping the configuration in force.",
+                          e->config_file, errors, errors == 1 ? "" : "s");
+                if (ret_diags)
+                        *ret_diags = d;
+                else
+                        config_diags_done(&d);
+                manager_notify_status(m, "READY=1\n");
+                return -EINVAL;
+        }
+
+        engine_set_config(e, &c);
+        config_diags_done(&e->diags);
+        e->diags = d; /* warnings only */
+        if (ret_diags)
+                *ret_diags = (ConfigDiags){};
+        log_info("Configuration reloaded: Policy=%s.", policy_mode_to_string(e->config.policy));
+
+        r = manager_arm_rescan(m);
+        if (r < 0)
+                log_error_errno(r, "Cannot arm the rescan timer: %m");
+        (void) manager_reconcile(m);
+        emit(m, MANAGER_RELOADED, NULL, NULL);
+        manager_notify_status(m, "READY=1\n");
+        return 0;
+}
+
+EngineDevice *manager_find_device(Manager *m, const char *name) {
+        if (!m->scanned || !device_name_is_valid(name))
+                return NULL;
+        return engine_find(&m->engine, name);
+}
+
+int manager_set_override(Manager *m, const char *name, Setting setting, bool force) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
+        _cleanup_free_ char *disk = NULL;
+        Engine *e = &m->engine;
+        EngineDevice *d;
+        int r;
+
+        if (!device_name_is_valid(name) || setting < 0 || setting >= _SETTING_MAX)
+                return -EINVAL;
+        d = manager_find_device(m, name);
+        if (!d)
+                return -ENODEV;
+        disk = strdup(d->facts->name);
+        if (!disk)
+                return -ENOMEM;
+
+        /* Change a copy and save it first: on failure, nothing changed. */
+        for (size_t i = 0; i < e->overrides.n; i++) {
+                r = runtime_overrides_set(&copy, e->overrides.items[i].disk, e->overrides.items[i].setting,
+                                          e->overrides.items[i].force);
+                if (r < 0)
+                        return r;
+        }
+        r = runtime_overrides_set(&copy, disk, setting, force);
+        if (r < 0)
+                return r;
+        r = state_save_overrides(e->runtime_dir, &copy);
+        if (r < 0)
+                return log_error_errno(r, "Cannot save runtime overrides to %s: %m", e->runtime_dir);
+        runtime_overrides_done(&e->overrides);
+        e->overrides = copy;
+        copy = (RuntimeOverrides){};
+
+        if (setting == SETTING_AUTO && !force)
+                log_info("%s: runtime override removed.", disk);
+        else
+                log_info("%s: runtime override set to %s%s.", disk, setting_to_string(setting),
+                         force ? " (force)" : "");
+        return manager_reconcile(m);
+}
+
+int manager_reset_override(Manager *m, const char *name) {
+        return manager_set_override(m, name, SETTING_AUTO, false);
+}
+
+int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
+        EngineDevice *d;
+        int r, q;
+
+        *ret = (ApplyResult){};
+        if (!device_name_is_valid(name))
+                return -EINVAL;
+        r = manager_scan(m);
+        if (r < 0) {
+                manager_publish(m);
+                return r;
+        }
+        d = manager_find_device(m, name);
+        r = d ? manager_apply_one(m, d, ret) : -ENODEV;
+        q = manager_apply_all(m);
+        manager_publish(m);
+        return r == -ENOMEM ? r : q < 0 ? q : r;
+}
+
+void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata) {
+        m->handler = handler;
+        m->handler_userdata = userdata;
+}
+
+int manager_get_mounts(Manager *m, const char *disk, const TrackedMount ***ret) {
+        const TrackedMount **l = calloc(m->mounts->n + 1, sizeof(TrackedMount *));
+        size_t n = 0;
+
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->mounts->n; i++) {
+                const TrackedMount *t = &m->mounts->mounts[i];
+                if (!disk || (t->disk && streq(t->disk, disk)))
+                        l[n++] = t;
+        }
+        *ret = l;
+        return (int) n;
+}
+
+unsigned manager_count_pending(const Manager *m, const char *disk) {
+        return m->mounts ? mount_tracker_count_pending(m->mounts, disk) : 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata, NULL);
+        return 0;
+}
+
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        log_debug("Received SIG%s, exiting.", sigabbrev_np(si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(m->event, 0);
+}
+
+int manager_new(const EngineOptions *options, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        sigset_t mask;
+        int r;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return -ENOMEM;
+        r = engine_init(&m->engine, options);
+        if (r < 0)
+                return r;
+        r = mkdir_p(m->engine.runtime_dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create %s: %m", m->engine.runtime_dir);
+
+        r = engine_load_config(&m->engine);
+        if (r < 0)
+                return r;
+        log_diags(&m->engine.diags);
+        r = engine_load_overrides(&m->engine);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m",
+                                  m->engine.runtime_dir);
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                return r;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        if ((r = sd_event_add_signal(m->event, NULL, SIGTERM, on_sigterm, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGINT, on_sigterm, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m)) < 0)
+                return r;
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int manager_start(Manager *m) {
+        int r;
+
+        r = udev_watch_new(m->event, on_uevent, m, &m->udev);
+        if (r < 0)
+                return log_error_errno(r, "Cannot listen for block device events: %m");
+        r = mount_tracker_new(m->event, m->engine.runtime_dir, on_mounts_changed, m, &m->mounts);
+        if (r < 0)
+                return log_error_errno(r, "Cannot follow mount table changes: %m");
+
+        r = manager_reconcile(m);
+        if (r < 0)
+                return r;
+        r = manager_arm_rescan(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot arm the rescan timer: %m");
+
+        log_info("Started: Policy=%s, %zu disks, %zu filesystems tracked, %s uevents.",
+                 policy_mode_to_string(m->engine.config.policy), manager_n_devices(m), m->mounts->n,
+                 udev_watch_source(m->udev));
+        manager_notify_status(m, "READY=1\n");
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        return sd_event_loop(m->event);
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_disable_unref(m->uevent_delay);
+        sd_event_source_disable_unref(m->rescan);
+        mount_tracker_free(m->mounts);
+        udev_watch_free(m->udev);
+        sd_event_unref(m->event);
+        for (size_t i = 0; i < m->n_snapshots; i++)
+                snapshot_done(&m->snapshots[i]);
+        free(m->snapshots);
+        free(m->status);
+        free(m->dump);
+        engine_done(&m->engine);
+        return mfree(m);
+}

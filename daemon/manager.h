@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The daemon's state and its one event loop. The Manager owns the engine (config, facts,
+ * decisions), the uevent and mount monitors, the tracked mounts and the timers, and runs
+ * every change through one path, reconcile:
+ *
+ *     scan (facts -> need -> desired)  ->  mounts (new ones get their effective state)
+ *       ->  apply (write the flag where it differs)  ->  publish (pending, events, status)
+ *
+ * What the Manager hands out (EngineDevice, TrackedMount pointers) stays valid until the
+ * next reconcile, that is until the caller returns to the event loop or calls one of the
+ * mutating functions below. Everything runs in the event loop's thread. */
+
+#include <systemd/sd-event.h>
+
+#include "engine.h"
+#include "mounts.h"
+#include "udev.h"
+
+/* How long uevents are collected before one rescan handles them all. */
+#define MANAGER_UEVENT_DELAY_USEC (50 * USEC_PER_MSEC)
+
+typedef struct Manager Manager;
+
+typedef enum ManagerEventType {
+        MANAGER_DEVICE_ADDED,   /* a disk appeared (device) */
+        MANAGER_DEVICE_CHANGED, /* anything shown about it changed: facts, need, desired,
+                                 * kernel state, mounts (device) */
+        MANAGER_DEVICE_REMOVED, /* the disk is gone (device) */
+        MANAGER_APPLIED,        /* we wrote queue/stable_writes, or tried and failed
+                                 * (device, result) */
+        MANAGER_RELOADED,       /* a new configuration is in force (no device) */
+        _MANAGER_EVENT_TYPE_MAX,
+} ManagerEventType;
+
+typedef struct ManagerEvent {
+        ManagerEventType type;
+        const char *device;        /* kernel name of the disk, NULL for MANAGER_RELOADED */
+        const ApplyResult *result; /* MANAGER_APPLIED only */
+} ManagerEvent;
+
+/* Told about each event after the Manager's state is updated; may read the Manager but
+ * must not call its mutating functions. */
+typedef void (*manager_event_handler_t)(Manager *m, const ManagerEvent *event, void *userdata);
+
+/* What the Manager remembers of a disk between two reconciles. */
+typedef struct DeviceSnapshot {
+        char *name;
+        uint64_t diskseq;
+        int flag;         /* queue/stable_writes after our last look */
+        char *signature;  /* everything shown about it, to detect changes */
+        char *last_error; /* the last apply failure logged, to log each one once */
+} DeviceSnapshot;
+
+struct Manager {
+        Engine engine; /* config (the last good one), overrides, facts, decisions */
+        sd_event *event;
+        UdevWatch *udev;
+        MountTracker *mounts;
+        sd_event_source *uevent_delay, *rescan;
+
+        DeviceSnapshot *snapshots;
+        size_t n_snapshots;
+
+        manager_event_handler_t handler;
+        void *handler_userdata;
+
+        char *status; /* the last STATUS= sent */
+        char *dump;   /* the last content of devices.json */
+        bool scanned; /* the engine's tables are complete (the last scan succeeded) */
+};
+
+/* Creates the Manager: runtime dir, engine, configuration (problems logged), runtime
+ * overrides, event loop with signal handlers and watchdog. Returns 0 and *ret, or -errno. */
+int manager_new(const EngineOptions *options, Manager **ret);
+
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+/* Starts the monitors, reconciles once, arms the rescan timer and tells the service
+ * manager READY=1. Returns 0 or -errno. */
+int manager_start(Manager *m);
+
+/* Runs the event loop until SIGTERM/SIGINT. Returns 0 or -errno. */
+int manager_run(Manager *m);
+
+/* Re-reads facts and mounts, applies every decision that differs from the flag, then
+ * recomputes pending mounts, emits events and updates the status and devices.json.
+ * Returns 0 or -errno (only for failures that left nothing applied, e.g. -ENOMEM). */
+int manager_reconcile(Manager *m);
+
+/* Re-reads the configuration. When it has errors, the configuration in force is kept,
+ * each problem is logged as file:line, -EINVAL is returned and, when ret_diags is not
+ * NULL, the diagnostics are moved to *ret_diags (the caller frees them). Otherwise the new
+ * configuration is installed (its warnings in m->engine.diags, *ret_diags empty) and
+ * reconciled, MANAGER_RELOADED emitted, and 0 returned. Tells the service manager
+ * RELOADING=1 and READY=1 around it. */
+int manager_reload(Manager *m, ConfigDiags *ret_diags);
+
+/* Sets the runtime override of a disk (or partition: its disk) to setting, with force,
+ * or removes it when setting is SETTING_AUTO and !force; saves the overrides to the
+ * runtime dir and reconciles, which applies it. Returns 0, -EINVAL for an invalid name,
+ * -ENODEV when there is no such disk, or -errno when saving failed (nothing changed). */
+int manager_set_override(Manager *m, const char *name, Setting setting, bool force);
+
+/* Same as manager_set_override(m, name, SETTING_AUTO, false). */
+int manager_reset_override(Manager *m, const char *name);
+
+/* Re-reads the facts and applies the decision for one disk (or partition: its disk) now,
+ * then reconciles the rest. *ret as engine_apply() for that disk. Returns what
+ * engine_apply() returns, or -EINVAL/-ENODEV for a bad or unknown name. */
+int manager_apply_device(Manager *m, const char *name, ApplyResult *ret);
+
+/* Sets the function told about device and apply events (NULL to stop). */
+void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata);
+
+/* The disks, in kernel name order: index i < manager_n_devices(). */
+static inline size_t manager_n_devices(const Manager *m) {
+        return m->scanned ? m->engine.table.n : 0;
+}
+static inline EngineDevice *manager_device(Manager *m, size_t i) {
+        return &m->engine.devices[i];
+}
+
+/* The disk of that name (or of which it is a partition), or NULL. */
+EngineDevice *manager_find_device(Manager *m, const char *name);
+
+/* The tracked filesystems on disk (all of them, NFS included, when disk is NULL) as a
+ * NULL-terminated array of borrowed pointers; the caller frees the array only. Returns the
+ * number of entries or -ENOMEM. */
+int manager_get_mounts(Manager *m, const char *disk, const TrackedMount ***ret);
+
+/* Number of pending mounts on disk, or on every disk when disk is NULL. */
+unsigned manager_count_pending(const Manager *m, const char *disk);
+
+/* Writes the daemon's view (policy, devices, filesystems) as one JSON object to f. This
+ * is also what runtime_dir/devices.json holds after each reconcile. */
+void manager_dump_json(const Manager *m, FILE *f, bool pretty);

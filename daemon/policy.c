@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "policy.h"
+#include "util.h"
+
+static const char *const desired_source_table[_DESIRED_SOURCE_MAX] = {
+        [SOURCE_POLICY] = "policy",     [SOURCE_CONFIG] = "config",   [SOURCE_RUNTIME] = "runtime",
+        [SOURCE_STALLS] = "stalls",     [SOURCE_OBSERVE] = "observe", [SOURCE_UNMANAGED] = "unmanaged",
+};
+
+const char *desired_source_to_string(DesiredSource s) {
+        return s < _DESIRED_SOURCE_MAX ? desired_source_table[s] : NULL;
+}
+
+static int decide(PolicyDecision *ret, int desired, DesiredSource source, char *reason) {
+        if (!reason)
+                return -ENOMEM;
+        *ret = (PolicyDecision){ .desired = desired, .source = source, .reason = reason };
+        return 0;
+}
+
+static int decide_by_mode(const PolicyInput *in, PolicyDecision *ret) {
+        const char *mode = policy_mode_to_string(in->mode);
+        const char *need = need_to_string(in->need);
+
+        if (need_is_protected(in->need))
+                return decide(ret, 1, SOURCE_POLICY,
+                              strdup_printf("need is %s, so stable writes stay on in every mode", need));
+        if (in->need == NEED_NONE) {
+                if (in->mode == POLICY_INTEGRITY)
+                        return decide(ret, in->declared == 1, SOURCE_POLICY,
+                                      strdup_printf("Policy=integrity keeps the kernel's default (%s) "
+                                                    "where nothing needs stable writes",
+                                                    in->declared == 1 ? "on" : "off"));
+                return decide(ret, 0, SOURCE_POLICY,
+                              strdup_printf("Policy=%s: nothing reads the page twice, so writers "
+                                            "need not wait",
+                                            mode));
+        }
+
+        /* recommended */
+        switch (in->mode) {
+        case POLICY_LATENCY:
+                return decide(ret, 0, SOURCE_POLICY,
+                              strdup_printf("Policy=latency turns stable writes off where they are "
+                                            "only recommended"));
+        case POLICY_INTEGRITY:
+                return decide(ret, 1, SOURCE_POLICY,
+                              strdup_printf("Policy=integrity keeps stable writes on where they "
+                                            "are recommended"));
+        default:
+                if (in->stalls == STALL_OVER_BUDGET)
+                        return decide(ret, 0, SOURCE_STALLS,
+                                      strdup_printf("Policy=balanced: the measured stall cost is over "
+                                                    "the budget (%s)",
+                                                    in->stall_summary ?: "no figures"));
+                return decide(ret, 1, SOURCE_POLICY,
+                              strdup_printf("Policy=balanced: recommended, and the stall cost is %s",
+                                            in->stalls == STALL_WITHIN_BUDGET
+                                                    ? "within the budget"
+                                                    : "not measured (treated as within the budget)"));
+        }
+}
+
+static int policy_decide_unenforced(const PolicyInput *in, PolicyDecision *ret) {
+        const char *need = need_to_string(in->need);
+        const char *origin = in->setting_source == SOURCE_RUNTIME ? "runtime override " : "StableWrites=";
+
+        if (in->mode == POLICY_OBSERVE)
+                return decide(ret, -1, SOURCE_OBSERVE,
+                              strdup_printf("Policy=observe: nothing is written"));
+        if (!in->managed)
+                return decide(ret, -1, SOURCE_UNMANAGED,
+                              strdup_printf("%s is not listed in Devices=: observed only", in->name));
+
+        switch (in->setting) {
+        case SETTING_ON:
+                return decide(ret, 1, in->setting_source, strdup_printf("%son", origin));
+        case SETTING_OFF:
+                if (!need_is_protected(in->need))
+                        return decide(ret, 0, in->setting_source, strdup_printf("%soff", origin));
+                if (in->force) {
+                        int r = decide(ret, 0, in->setting_source,
+                                       strdup_printf("%soff with force, although need is %s (%s)",
+                                                     origin, need, in->need_reason ?: "no reason"));
+                        ret->forced = true;
+                        return r;
+                }
+                int r = decide(ret, 1, in->setting_source,
+                               strdup_printf("refusing to turn off stable writes on %s: need is %s "
+                                             "(%s); set Force=yes or use --force to override",
+                                             in->name, need, in->need_reason ?: "no reason"));
+                ret->refused = true;
+                return r;
+        default:
+                return decide_by_mode(in, ret);
+        }
+}
+
+int policy_decide(const PolicyInput *in, PolicyDecision *ret) {
+        int r = policy_decide_unenforced(in, ret);
+        if (r < 0 || ret->desired != 0 || !in->integrity_enforced)
+                return r;
+
+        /* On 6.11+ a checksum integrity profile keeps stable writes in force whatever
+         * queue/stable_writes says: "off" cannot be had, so do not pretend it can. */
+        bool explicit_off = ret->source == SOURCE_CONFIG || ret->source == SOURCE_RUNTIME;
+        char *reason = strdup_printf("%s; but on this kernel the integrity profile of %s enforces "
+                                     "stable writes whatever queue/stable_writes says, so they stay on",
+                                     ret->reason, in->name);
+        if (!reason)
+                return -ENOMEM;
+        free(ret->reason);
+        ret->reason = reason;
+        ret->desired = 1;
+        ret->forced = false;
+        ret->refused = explicit_off;
+        return 0;
+}
+
+void policy_decision_done(PolicyDecision *d) {
+        free(d->reason);
+        *d = (PolicyDecision){};
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The stall observatory's BPF side: how long writers wait for a page under writeback.
+ *
+ * writeback:folio_wait_writeback (older kernels: writeback:wait_on_page_writeback) fires in
+ * the waiting task just before it sleeps on PG_writeback; the wait ends when sched:sched_switch
+ * switches that task back in. Classic tracepoints only: no kprobes, fentry or tp_btf.
+ *
+ * Cost model: sched_switch runs on every context switch, so it first reads one global
+ * (nr_waiting) and returns when no task is waiting; only then does it look up prev and next in
+ * the `waiting` hash. A task that is not waiting costs nothing else.
+ *
+ * A wait record is
+ *   opened  at the tracepoint (a second hit of the same task before it slept restarts it),
+ *   armed   when the task is switched out in TASK_UNINTERRUPTIBLE (D: io_schedule()),
+ *   closed  when it is switched in again: duration = switch-in time - tracepoint time.
+ * A task preempted on its way to sleep (switched out runnable) keeps its record. A record whose
+ * task switches out in any other state, or sleeps in D more than STALE_NS of run time after the
+ * tracepoint, belongs to a tracepoint hit that did not sleep (the writeback ended between the
+ * check and the sleep): it is dropped and counted in `unmatched`.
+ *
+ * Not every wait is a stable-pages wait: fsync() waits for writeback the same way (in
+ * __filemap_fdatawait_range), so do truncation, reclaim and migration. At the tracepoint the
+ * program takes a few kernel stack frames (bpf_get_stack, paid only by a waiting task) and
+ * classifies the wait by its caller, the first frame outside the wait functions, against the
+ * kernel text ranges user space resolved from /proc/kallsyms before loading (`ranges`):
+ * STALL_KIND_SYNC, STALL_KIND_OTHER, or by default STALL_KIND_STABLE. With no ranges (kallsyms
+ * unreadable) every wait is STALL_KIND_STABLE and user space says the waits are unclassified.
+ *
+ * The context structs are declared locally with preserve_access_index (CO-RE): libbpf
+ * relocates the field offsets against the running kernel's BTF, so no vmlinux.h is needed.
+ *
+ * The kernel recognises only GPL-type strings as GPL-compatible (bpf_probe_read_kernel needs
+ * one); LGPL-2.1 section 3 allows this file to be used under the GPL. */
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "stalls.h" /* the shared map layout only, under __bpf__ */
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define TASK_UNINTERRUPTIBLE_REPORT 0x2 /* "D" in sched_switch's prev_state */
+#define STALE_NS (10ULL * 1000 * 1000)  /* run time between tracepoint and sleep, at most */
+
+struct trace_event_raw_writeback_folio_template {
+        char name[32];
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_writeback_page_template {
+        char name[32];
+} __attribute__((preserve_access_index));
+
+struct trace_event_raw_sched_switch {
+        int prev_pid;
+        long prev_state;
+        int next_pid;
+} __attribute__((preserve_access_index));
+
+struct waiting {
+        __u64 start_ns;   /* tracepoint time */
+        __u64 resumed_ns; /* last switch-in while not yet asleep */
+        __u32 armed;      /* switched out in D since start */
+        __u32 kind;       /* STALL_KIND_* */
+        char bdi[STALL_BPF_BDI_LEN];
+        char comm[STALL_BPF_COMM_LEN];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 16384);
+        __type(key, __u32); /* thread id */
+        __type(value, struct waiting);
+} waiting SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+        __uint(max_entries, STALL_BPF_MAX_BDIS);
+        __type(key, struct stall_bpf_key);
+        __type(value, struct stall_bpf_hist);
+} hists SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+        __uint(max_entries, STALL_BPF_MAX_COMMS);
+        __type(key, struct stall_bpf_comm_key);
+        __type(value, __u64);
+} comms SEC(".maps");
+
+__u64 nr_waiting = 0; /* records in `waiting`; 0 makes sched_switch return at once */
+__u64 unmatched = 0;  /* tracepoint hits that did not sleep */
+__u64 lost = 0;       /* waits not recorded: a map was full */
+__u64 unclassified = 0; /* waits whose stack could not be read: counted as STALL_KIND_STABLE */
+
+const volatile __u32 n_ranges = 0;
+const volatile struct stall_bpf_range ranges[STALL_BPF_MAX_RANGES] = {};
+
+static __always_inline __u32 log2_u64(__u64 v) {
+        __u32 r = 0, shift;
+
+        shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
+        shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+        shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+        shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+        shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+        r |= (v >> 1);
+        return r;
+}
+
+static __always_inline void drop(__u32 pid, __u64 *counter) {
+        if (bpf_map_delete_elem(&waiting, &pid) == 0)
+                __sync_fetch_and_add(&nr_waiting, -1);
+        if (counter)
+                __sync_fetch_and_add(counter, 1);
+}
+
+/* Binary search of the sorted, disjoint ranges. */
+static __always_inline __u32 range_kind(__u64 ip) {
+        __u32 lo = 0, hi = n_ranges, mid;
+
+        for (int i = 0; i < 10; i++) { /* 2^10 > STALL_BPF_MAX_RANGES */
+                if (lo >= hi)
+                        break;
+                mid = (lo + hi) / 2;
+                asm volatile("" : "+r"(mid));
+                mid &= STALL_BPF_MAX_RANGES - 1; /* a power of 2: the verifier's bound */
+                if (ip < ranges[mid].lo)
+                        hi = mid;
+                else if (ip >= ranges[mid].hi)
+                        lo = mid + 1;
+                else
+                        return ranges[mid].kind;
+        }
+        return STALL_KIND_STABLE;
+}
+
+static __always_inline __u32 classify(void *ctx) {
+        __u64 ips[STALL_BPF_STACK_DEPTH] = {};
+        long n;
+
+        if (n_ranges == 0)
+                return STALL_KIND_STABLE;
+        n = bpf_get_stack(ctx, ips, sizeof(ips), 0);
+        if (n <= 0) {
+                __sync_fetch_and_add(&unclassified, 1);
+                return STALL_KIND_STABLE;
+        }
+        for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
+                __u32 kind;
+
+                if ((long) (f * sizeof(__u64)) >= n)
+                        break;
+                kind = range_kind(ips[f]);
+                if (kind != STALL_KIND_SKIP)
+                        return kind;
+        }
+        __sync_fetch_and_add(&unclassified, 1);
+        return STALL_KIND_STABLE;
+}
+
+static __always_inline int wait_start(void *ctx, const char *name) {
+        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        struct waiting w = {}, *old;
+
+        w.start_ns = bpf_ktime_get_ns();
+        w.resumed_ns = w.start_ns;
+        bpf_probe_read_kernel(w.bdi, sizeof(w.bdi), name);
+        bpf_get_current_comm(w.comm, sizeof(w.comm));
+        w.kind = classify(ctx);
+
+        old = bpf_map_lookup_elem(&waiting, &pid);
+        if (old) {
+                /* The previous hit never slept: this is a new wait. */
+                __builtin_memcpy(old, &w, sizeof(w));
+                __sync_fetch_and_add(&unmatched, 1);
+                return 0;
+        }
+        if (bpf_map_update_elem(&waiting, &pid, &w, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&nr_waiting, 1);
+        else
+                __sync_fetch_and_add(&lost, 1);
+        return 0;
+}
+
+SEC("tracepoint/writeback/folio_wait_writeback")
+int folio_wait_writeback(struct trace_event_raw_writeback_folio_template *ctx) {
+        return wait_start(ctx, ctx->name);
+}
+
+SEC("tracepoint/writeback/wait_on_page_writeback")
+int wait_on_page_writeback(struct trace_event_raw_writeback_page_template *ctx) {
+        return wait_start(ctx, ctx->name);
+}
+
+static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
+        struct stall_bpf_key bk = {};
+        struct stall_bpf_comm_key ck = {};
+        struct stall_bpf_hist *h;
+        __u64 *c, us, one = 1, slot;
+
+        us = (now - w->start_ns) / 1000;
+        __builtin_memcpy(bk.bdi, w->bdi, sizeof(bk.bdi));
+        __builtin_memcpy(ck.bdi, w->bdi, sizeof(ck.bdi));
+        __builtin_memcpy(ck.comm, w->comm, sizeof(ck.comm));
+        bk.kind = w->kind;
+        ck.kind = w->kind;
+        drop(pid, NULL);
+
+        h = bpf_map_lookup_elem(&hists, &bk);
+        if (!h) {
+                struct stall_bpf_hist zero = {};
+
+                if (bpf_map_update_elem(&hists, &bk, &zero, BPF_NOEXIST) < 0 &&
+                    !bpf_map_lookup_elem(&hists, &bk)) {
+                        __sync_fetch_and_add(&lost, 1);
+                        return;
+                }
+                h = bpf_map_lookup_elem(&hists, &bk);
+                if (!h)
+                        return;
+        }
+        /* Per-CPU values and sched_switch does not nest on one CPU: plain updates. */
+        slot = us ? log2_u64(us) : 0;
+        if (slot >= STALL_BPF_BUCKETS)
+                slot = STALL_BPF_BUCKETS - 1;
+        /* Hide the value from clang so that it keeps the mask, which is what the verifier needs
+         * to see the bound on the register used for the access (32 is a power of 2). */
+        asm volatile("" : "+r"(slot));
+        slot &= STALL_BPF_BUCKETS - 1;
+        h->slots[slot]++;
+        h->count++;
+        h->sum_us += us;
+        if (us > h->max_us)
+                h->max_us = us;
+
+        c = bpf_map_lookup_elem(&comms, &ck);
+        if (c)
+                (*c)++;
+        else if (bpf_map_update_elem(&comms, &ck, &one, BPF_NOEXIST) < 0)
+                __sync_fetch_and_add(&lost, 1); /* counted in hists, but no comm */
+}
+
+SEC("tracepoint/sched/sched_switch")
+int sched_switch(struct trace_event_raw_sched_switch *ctx) {
+        struct waiting *w;
+        __u32 pid;
+        __u64 now;
+
+        if (!nr_waiting)
+                return 0;
+
+        now = bpf_ktime_get_ns();
+
+        pid = (__u32) ctx->prev_pid;
+        w = bpf_map_lookup_elem(&waiting, &pid);
+        if (w && !w->armed) {
+                long state = ctx->prev_state & 0xff;
+
+                if (state == 0)
+                        ; /* preempted on the way to sleep: keep */
+                else if (state == TASK_UNINTERRUPTIBLE_REPORT && now - w->resumed_ns <= STALE_NS)
+                        w->armed = 1;
+                else
+                        drop(pid, &unmatched);
+        }
+
+        pid = (__u32) ctx->next_pid;
+        w = bpf_map_lookup_elem(&waiting, &pid);
+        if (!w)
+                return 0;
+        if (w->armed)
+                wait_end(pid, w, now);
+        else
+                w->resumed_ns = now;
+        return 0;
+}

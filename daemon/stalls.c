@@ -1,0 +1,966 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The stall observatory: pure histogram helpers, the StallProbe front, and its BPF backend
+ * (built when HAVE_BPF is 1; the tracefs fallback lives in stalls-tracefs.c). */
+#include <ctype.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "log.h"
+#include "stalls.h"
+#include "util.h"
+
+#ifndef HAVE_BPF
+#define HAVE_BPF 0
+#endif
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+#if HAVE_BPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "stalls.skel.h"
+#endif
+
+/* ---- pure helpers ---- */
+
+unsigned stall_hist_bucket(uint64_t usec) {
+        unsigned i = 0;
+
+        while (usec > 1 && i < STALL_HIST_BUCKETS - 1) {
+                usec >>= 1;
+                i++;
+        }
+        return i;
+}
+
+uint64_t stall_hist_bucket_lower_usec(unsigned i) {
+        if (i == 0)
+                return 0;
+        if (i >= STALL_HIST_BUCKETS)
+                return UINT64_MAX;
+        return UINT64_C(1) << i;
+}
+
+uint64_t stall_hist_bucket_upper_usec(unsigned i) {
+        if (i >= STALL_HIST_BUCKETS - 1)
+                return UINT64_MAX;
+        return (UINT64_C(1) << (i + 1)) - 1;
+}
+
+static int comm_compare(const void *a, const void *b) {
+        const StallComm *x = a, *y = b;
+
+        if (x->count != y->count)
+                return x->count < y->count ? 1 : -1;
+        return strncmp(x->comm, y->comm, sizeof(x->comm));
+}
+
+void stall_stats_add_comm(StallStats *s, const char *comm, uint64_t count) {
+        char name[STALL_BPF_COMM_LEN] = {};
+
+        if (count == 0)
+                return;
+        strncpy(name, comm ?: "?", sizeof(name) - 1);
+
+        for (size_t i = 0; i < s->n_comms; i++)
+                if (strneq(s->comms[i].comm, name, sizeof(name))) {
+                        s->comms[i].count += count;
+                        goto sort;
+                }
+        if (s->n_comms < STALL_TOP_COMMS)
+                s->n_comms++;
+        else if (s->comms[s->n_comms - 1].count >= count)
+                return;
+        memcpy(s->comms[s->n_comms - 1].comm, name, sizeof(name));
+        s->comms[s->n_comms - 1].count = count;
+sort:
+        qsort(s->comms, s->n_comms, sizeof(s->comms[0]), comm_compare);
+}
+
+void stall_stats_add_sample(StallStats *s, uint64_t usec, const char *comm) {
+        s->count++;
+        s->sum_usec += usec;
+        s->max_usec = MAX(s->max_usec, usec);
+        s->hist[stall_hist_bucket(usec)]++;
+        if (comm)
+                stall_stats_add_comm(s, comm, 1);
+}
+
+void stall_stats_merge(StallStats *a, const StallStats *b) {
+        a->sync_count += b->sync_count;
+        a->sync_sum_usec += b->sync_sum_usec;
+        a->other_count += b->other_count;
+        a->other_sum_usec += b->other_sum_usec;
+        a->count += b->count;
+        a->sum_usec += b->sum_usec;
+        a->max_usec = MAX(a->max_usec, b->max_usec);
+        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                a->hist[i] += b->hist[i];
+        for (size_t i = 0; i < b->n_comms; i++)
+                stall_stats_add_comm(a, b->comms[i].comm, b->comms[i].count);
+}
+
+int stall_stats_percentile(const StallStats *s, double q, uint64_t *ret_usec) {
+        uint64_t rank, seen = 0;
+
+        if (!(q > 0.0 && q <= 1.0))
+                return -EINVAL;
+        if (!s->has_durations)
+                return -EOPNOTSUPP;
+        if (s->count == 0)
+                return -ENODATA;
+
+        /* ceil(q * count), at least 1 */
+        rank = (uint64_t) (q * (double) s->count);
+        if ((double) rank < q * (double) s->count)
+                rank++;
+        rank = MAX(rank, UINT64_C(1));
+
+        for (unsigned i = 0; i < STALL_HIST_BUCKETS; i++) {
+                seen += s->hist[i];
+                if (seen >= rank) {
+                        *ret_usec = MIN(stall_hist_bucket_upper_usec(i), s->max_usec);
+                        return 0;
+                }
+        }
+        /* Buckets hold fewer waits than count (not possible with consistent stats). */
+        *ret_usec = s->max_usec;
+        return 0;
+}
+
+int stall_stats_subtract(const StallStats *now, const StallStats *before, StallStats *ret) {
+        StallStats d = {};
+        bool reset = false;
+        int top = -1;
+
+        if (now->devnum != before->devnum || !strneq(now->bdi, before->bdi, sizeof(now->bdi)))
+                return -EINVAL;
+
+        if (now->count < before->count || now->sum_usec < before->sum_usec ||
+            now->sync_count < before->sync_count || now->sync_sum_usec < before->sync_sum_usec ||
+            now->other_count < before->other_count || now->other_sum_usec < before->other_sum_usec)
+                reset = true;
+        for (size_t i = 0; i < STALL_HIST_BUCKETS && !reset; i++)
+                if (now->hist[i] < before->hist[i])
+                        reset = true;
+        if (reset) {
+                *ret = *now;
+                return 1;
+        }
+
+        d.devnum = now->devnum;
+        memcpy(d.bdi, now->bdi, sizeof(d.bdi));
+        d.has_durations = now->has_durations && before->has_durations;
+        d.classified = now->classified && before->classified;
+        d.sync_count = now->sync_count - before->sync_count;
+        d.sync_sum_usec = now->sync_sum_usec - before->sync_sum_usec;
+        d.other_count = now->other_count - before->other_count;
+        d.other_sum_usec = now->other_sum_usec - before->other_sum_usec;
+        d.count = now->count - before->count;
+        d.sum_usec = now->sum_usec - before->sum_usec;
+        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++) {
+                d.hist[i] = now->hist[i] - before->hist[i];
+                if (d.hist[i] > 0)
+                        top = (int) i;
+        }
+        if (d.has_durations && top >= 0)
+                d.max_usec = MIN(now->max_usec, stall_hist_bucket_upper_usec((unsigned) top));
+
+        for (size_t i = 0; i < now->n_comms; i++) {
+                uint64_t c = now->comms[i].count;
+
+                for (size_t j = 0; j < before->n_comms; j++)
+                        if (strneq(now->comms[i].comm, before->comms[j].comm, sizeof(now->comms[i].comm))) {
+                                c = c >= before->comms[j].count ? c - before->comms[j].count : 0;
+                                break;
+                        }
+                stall_stats_add_comm(&d, now->comms[i].comm, c);
+        }
+
+        *ret = d;
+        return 0;
+}
+
+int stall_parse_bdi_name(const char *bdi, dev_t *ret) {
+        const char *p = bdi;
+        dev_t d;
+        int r;
+
+        if (isempty(bdi))
+                return -EINVAL;
+        /* parse_devnum accepts trailing whitespace and signs from sscanf; be strict here. */
+        for (; *p; p++)
+                if (!isdigit((unsigned char) *p) && *p != ':')
+                        return -EINVAL;
+        r = parse_devnum(bdi, &d);
+        if (r < 0)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
+typedef enum RuleMatch { MATCH_EXACT, MATCH_PREFIX, MATCH_SUBSTRING } RuleMatch;
+
+typedef struct CallerRule {
+        const char *name;
+        RuleMatch match;
+        unsigned kind;
+} CallerRule;
+
+/* Functions that call folio_wait_writeback() for reasons other than stable pages. Names from
+ * 5.10-6.18; a caller missing here counts as a stable-pages wait. */
+static const CallerRule caller_rules[] = {
+        /* the wait functions themselves: look at their caller */
+        { "folio_wait_writeback", MATCH_EXACT, STALL_KIND_SKIP },
+        { "folio_wait_writeback_killable", MATCH_EXACT, STALL_KIND_SKIP },
+        { "folio_wait_stable", MATCH_EXACT, STALL_KIND_SKIP },
+        { "wait_on_page_writeback", MATCH_EXACT, STALL_KIND_SKIP },
+        { "wait_for_stable_page", MATCH_EXACT, STALL_KIND_SKIP },
+        /* data integrity: fsync, fdatasync, sync_file_range(WAIT_*), msync, sync, O_SYNC; the
+         * WB_SYNC_ALL writeback loops wait for a page's earlier writeback before writing it
+         * again (generic ones and the filesystems' own, e.g. ext4's mpage_prepare_extent_to_map,
+         * btrfs' extent_write_cache_pages) */
+        { "fdatawait", MATCH_SUBSTRING, STALL_KIND_SYNC },
+        { "writeback_iter", MATCH_EXACT, STALL_KIND_SYNC },
+        { "write_cache_pages", MATCH_SUBSTRING, STALL_KIND_SYNC },
+        { "writepages", MATCH_SUBSTRING, STALL_KIND_SYNC },
+        { "mpage_prepare_extent_to_map", MATCH_EXACT, STALL_KIND_SYNC },
+        { "wait_on_page_writeback_range", MATCH_EXACT, STALL_KIND_SYNC },
+        { "gfs2_write_jdata_batch", MATCH_EXACT, STALL_KIND_SYNC },
+        /* truncation, invalidation, reclaim, migration, splitting, memory failure */
+        { "truncate_inode_", MATCH_PREFIX, STALL_KIND_OTHER },
+        { "truncate_cleanup_folio", MATCH_EXACT, STALL_KIND_OTHER },
+        { "invalidate_inode_pages2", MATCH_PREFIX, STALL_KIND_OTHER },
+        { "invalidate_mapping_pages", MATCH_EXACT, STALL_KIND_OTHER },
+        { "mapping_evict_folio", MATCH_EXACT, STALL_KIND_OTHER },
+        { "mapping_try_invalidate", MATCH_EXACT, STALL_KIND_OTHER },
+        { "folio_unmap_invalidate", MATCH_EXACT, STALL_KIND_OTHER },
+        { "filemap_release_folio", MATCH_EXACT, STALL_KIND_OTHER },
+        { "shrink_folio_list", MATCH_EXACT, STALL_KIND_OTHER },
+        { "shrink_page_list", MATCH_EXACT, STALL_KIND_OTHER },
+        { "migrate_folio_unmap", MATCH_EXACT, STALL_KIND_OTHER },
+        { "migrate_pages_batch", MATCH_EXACT, STALL_KIND_OTHER },
+        { "migrate_pages", MATCH_EXACT, STALL_KIND_OTHER },
+        { "__migrate_folio", MATCH_EXACT, STALL_KIND_OTHER },
+        { "move_to_new_folio", MATCH_EXACT, STALL_KIND_OTHER },
+        { "unmap_and_move", MATCH_EXACT, STALL_KIND_OTHER },
+        { "__unmap_and_move", MATCH_EXACT, STALL_KIND_OTHER },
+        { "collapse_file", MATCH_EXACT, STALL_KIND_OTHER },
+        { "memory_failure", MATCH_EXACT, STALL_KIND_OTHER },
+        { "me_pagecache_", MATCH_PREFIX, STALL_KIND_OTHER },
+        { "__folio_split", MATCH_EXACT, STALL_KIND_OTHER },
+        { "folio_split", MATCH_EXACT, STALL_KIND_OTHER },
+        { "split_huge_page_to_list", MATCH_PREFIX, STALL_KIND_OTHER },
+};
+
+unsigned stall_classify_caller(const char *symbol) {
+        char name[128];
+        size_t n;
+
+        if (isempty(symbol))
+                return STALL_KIND_STABLE;
+        n = MIN(strcspn(symbol, ". \t["), sizeof(name) - 1);
+        memcpy(name, symbol, n);
+        name[n] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(caller_rules); i++) {
+                const CallerRule *rule = &caller_rules[i];
+                bool m;
+
+                switch (rule->match) {
+                case MATCH_EXACT:
+                        m = streq(name, rule->name);
+                        break;
+                case MATCH_PREFIX:
+                        m = startswith(name, rule->name);
+                        break;
+                default:
+                        m = strstr(name, rule->name) != NULL;
+                }
+                if (m)
+                        return rule->kind;
+        }
+        return STALL_KIND_STABLE;
+}
+
+typedef struct KSym {
+        uint64_t addr;
+        unsigned kind;
+} KSym;
+
+static int ksym_compare(const void *a, const void *b) {
+        const KSym *x = a, *y = b;
+
+        return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size_t max, size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ KSym *syms = NULL;
+        size_t n_syms = 0, allocated = 0, n = 0;
+        bool nonzero = false, found_wait = false;
+        char line[512];
+
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long addr;
+                char type, name[256];
+
+                if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+                        continue;
+                if (addr != 0)
+                        nonzero = true;
+                if (!strchr("tTwW", type))
+                        continue;
+                if (n_syms >= allocated) {
+                        size_t a = MAX(allocated * 2, (size_t) 4096);
+                        KSym *l = reallocarray(syms, a, sizeof(*l));
+                        if (!l)
+                                return -ENOMEM;
+                        syms = l;
+                        allocated = a;
+                }
+                syms[n_syms].addr = addr;
+                syms[n_syms].kind = stall_classify_caller(name);
+                if (syms[n_syms].kind == STALL_KIND_SKIP)
+                        found_wait = true;
+                n_syms++;
+        }
+        if (ferror(f))
+                return -EIO;
+        if (!nonzero)
+                return -EPERM;
+        if (!found_wait)
+                return -ENOENT;
+
+        qsort(syms, n_syms, sizeof(*syms), ksym_compare);
+        for (size_t i = 0; i < n_syms; i++) {
+                uint64_t end = 0;
+
+                if (syms[i].kind == STALL_KIND_STABLE)
+                        continue;
+                for (size_t j = i + 1; j < n_syms; j++)
+                        if (syms[j].addr > syms[i].addr) {
+                                end = syms[j].addr;
+                                break;
+                        }
+                if (end == 0)
+                        continue; /* the last symbol: no known end */
+                if (n > 0 && ranges[n - 1].hi == syms[i].addr && ranges[n - 1].kind == syms[i].kind) {
+                        ranges[n - 1].hi = end; /* adjacent, same kind: one range */
+                        continue;
+                }
+                if (n > 0 && ranges[n - 1].lo == syms[i].addr)
+                        continue; /* an alias of the previous symbol */
+                if (n >= max)
+                        return -ENOSPC;
+                ranges[n++] = (struct stall_bpf_range) { .lo = syms[i].addr, .hi = end, .kind = syms[i].kind };
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static bool is_space(char c) {
+        return c == ' ' || c == '\t';
+}
+
+int stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
+                           char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost, const char **ret_symbol) {
+        static const char *const events[] = { ": folio_wait_writeback: bdi ",
+                                              ": wait_on_page_writeback: bdi " };
+        const char *ev = NULL, *b, *e, *head, *cpu = NULL, *dash;
+        unsigned long long lost;
+        size_t evlen = 0, n;
+        int off = 0;
+
+        if (sscanf(line, " CPU:%*u [LOST %llu EVENTS]%n", &lost, &off) == 1 && off > 0) {
+                if (ret_lost)
+                        *ret_lost = lost;
+                return 2;
+        }
+        if (startswith(line, " => ")) {
+                if (ret_symbol)
+                        *ret_symbol = line + 4;
+                return 3;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(events) && !ev; i++) {
+                ev = strstr(line, events[i]);
+                evlen = strlen(events[i]);
+        }
+        if (!ev)
+                return 0;
+
+        /* bdi: from after "bdi " to the last ": ino=" (the name itself holds a ':'). */
+        b = ev + evlen;
+        e = NULL;
+        for (const char *p = strstr(b, ": ino="); p; p = strstr(p + 1, ": ino="))
+                e = p;
+        if (!e || e == b || (size_t) (e - b) >= STALL_BPF_BDI_LEN)
+                return 0;
+
+        /* header: "<comm>-<pid> [(<tgid>)] [<cpu>] <flags> <ts>" */
+        for (const char *p = line; p < ev; p++) {
+                const char *q;
+
+                if (*p != '[' || p == line || !is_space(p[-1]))
+                        continue;
+                for (q = p + 1; q < ev && isdigit((unsigned char) *q); q++)
+                        ;
+                if (q > p + 1 && q < ev && *q == ']') {
+                        cpu = p;
+                        break;
+                }
+        }
+        if (!cpu)
+                return 0;
+        head = line;
+        while (is_space(*head))
+                head++;
+        e = cpu;
+        while (e > head && is_space(e[-1]))
+                e--;
+        if (e > head && e[-1] == ')') { /* "(tgid)" with record-tgid */
+                while (e > head && e[-1] != '(')
+                        e--;
+                if (e > head)
+                        e--;
+                while (e > head && is_space(e[-1]))
+                        e--;
+        }
+        dash = NULL;
+        for (const char *p = head; p < e; p++)
+                if (*p == '-')
+                        dash = p;
+        if (!dash)
+                return 0;
+        for (const char *p = dash + 1; p < e; p++)
+                if (!isdigit((unsigned char) *p))
+                        return 0;
+
+        n = MIN((size_t) (dash - head), (size_t) STALL_BPF_COMM_LEN - 1);
+        memset(comm, 0, STALL_BPF_COMM_LEN);
+        memcpy(comm, head, n);
+
+        b = ev + evlen;
+        for (e = NULL, ev = strstr(b, ": ino="); ev; ev = strstr(ev + 1, ": ino="))
+                e = ev;
+        memset(bdi, 0, STALL_BPF_BDI_LEN);
+        memcpy(bdi, b, (size_t) (e - b));
+        return 1;
+}
+
+const char *stall_probe_mode_to_string(StallProbeMode m) {
+        static const char *const names[_STALL_PROBE_MODE_MAX] = {
+                [STALL_PROBE_UNAVAILABLE] = "unavailable",
+                [STALL_PROBE_BPF] = "bpf",
+                [STALL_PROBE_TRACEFS] = "tracefs",
+        };
+
+        return (unsigned) m < _STALL_PROBE_MODE_MAX ? names[m] : NULL;
+}
+
+static int stats_compare(const void *a, const void *b) {
+        const StallStats *x = a, *y = b;
+
+        if (x->devnum != y->devnum)
+                return x->devnum < y->devnum ? -1 : 1;
+        return strncmp(x->bdi, y->bdi, sizeof(x->bdi));
+}
+
+/* ---- the probe ---- */
+
+struct StallProbe {
+        StallProbeMode mode;
+        bool classified;
+        char *reason;
+        StallTracefs *tracefs;
+#if HAVE_BPF
+        struct stalls_bpf *skel;
+        int ncpus;
+#endif
+};
+
+#if HAVE_BPF
+static char libbpf_last_error[256];
+
+static void set_last_error(const char *prefix, const char *b, const char *e) {
+        size_t p = strlen(prefix), n = MIN((size_t) (e - b), sizeof(libbpf_last_error) - 1 - p);
+
+        memcpy(libbpf_last_error, prefix, p);
+        memcpy(libbpf_last_error + p, b, n);
+        libbpf_last_error[p + n] = '\0';
+}
+
+/* Routes libbpf's messages to the debug log, line by line, and remembers the most telling
+ * warning for the mode reason: the verifier's last line when a program was rejected. */
+static int libbpf_print(enum libbpf_print_level level, const char *format, va_list ap) _printf_(2, 0);
+static int libbpf_print(enum libbpf_print_level level, const char *format, va_list ap) {
+        _cleanup_free_ char *buf = NULL;
+        const char *end_log;
+        char *line, *save = NULL;
+
+        if (vasprintf(&buf, format, ap) < 0)
+                return 0;
+        strstrip_trailing(buf);
+
+        end_log = strstr(buf, "-- END PROG LOAD LOG --");
+        if (level == LIBBPF_WARN && end_log) {
+                const char *e = end_log, *b;
+
+                /* the last line that is not the statistics */
+                for (;;) {
+                        while (e > buf && (e[-1] == '\n' || e[-1] == ' '))
+                                e--;
+                        for (b = e; b > buf && b[-1] != '\n'; b--)
+                                ;
+                        if (b == buf || !(startswith(b, "processed ") || startswith(b, "verification time")))
+                                break;
+                        e = b;
+                }
+                if (e > b)
+                        set_last_error("verifier: ", b, e);
+        } else if (level == LIBBPF_WARN && buf[0] != '\0' && !strstr(buf, "PROG LOAD LOG") &&
+                   !startswith(libbpf_last_error, "verifier: "))
+                set_last_error("", buf, buf + strlen(buf));
+
+        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+                log_debug("libbpf: %s", line);
+        return 0;
+}
+
+static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
+        _cleanup_free_ char *folio = NULL, *page = NULL, *classify_error = NULL;
+        size_t n_ranges = 0;
+        struct stalls_bpf *skel;
+        bool has_folio, has_page;
+        int r;
+
+        if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
+                *ret_error = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(errno));
+                return -errno;
+        }
+
+        folio = strdup_printf("%s/events/writeback/folio_wait_writeback", tracefs);
+        page = strdup_printf("%s/events/writeback/wait_on_page_writeback", tracefs);
+        if (!folio || !page)
+                return -ENOMEM;
+        has_folio = access(folio, F_OK) == 0;
+        has_page = access(page, F_OK) == 0;
+        if (!has_folio && !has_page) {
+                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
+                                           "writeback:wait_on_page_writeback in %s/events", tracefs);
+                return -ENOENT;
+        }
+
+        libbpf_set_print(libbpf_print);
+        libbpf_last_error[0] = '\0';
+
+        skel = stalls_bpf__open();
+        if (!skel) {
+                r = -errno;
+                *ret_error = strdup_printf("opening the BPF object: %s", strerror(-r));
+                return r;
+        }
+        bpf_program__set_autoload(skel->progs.folio_wait_writeback, has_folio);
+        bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !has_folio);
+
+        r = stall_kallsyms_ranges("/proc/kallsyms", (struct stall_bpf_range *) skel->rodata->ranges,
+                                  STALL_BPF_MAX_RANGES, &n_ranges);
+        if (r == -ENOMEM) {
+                stalls_bpf__destroy(skel);
+                return r;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot classify writeback waits by caller from /proc/kallsyms (%s): "
+                                  "fsync waits will be counted as stable-pages waits.",
+                                  r == -EPERM    ? "addresses hidden by kernel.kptr_restrict"
+                                  : r == -ENOSPC ? "more than " STRINGIFY(STALL_BPF_MAX_RANGES) " ranges"
+                                                 : strerror(-r));
+                classify_error = strdup_printf("unclassified: /proc/kallsyms %s",
+                                               r == -EPERM    ? "hides addresses"
+                                               : r == -ENOSPC ? "gives too many ranges"
+                                                              : strerror(-r));
+                if (!classify_error) {
+                        stalls_bpf__destroy(skel);
+                        return -ENOMEM;
+                }
+                n_ranges = 0;
+        }
+        skel->rodata->n_ranges = (__u32) n_ranges;
+
+        r = stalls_bpf__load(skel);
+        if (r < 0) {
+                *ret_error = strdup_printf("loading the BPF programs: %s%s%s", strerror(-r),
+                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
+                stalls_bpf__destroy(skel);
+                return r;
+        }
+        r = stalls_bpf__attach(skel);
+        if (r < 0) {
+                *ret_error = strdup_printf("attaching to the tracepoints: %s%s%s", strerror(-r),
+                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
+                stalls_bpf__destroy(skel);
+                return r;
+        }
+
+        r = libbpf_num_possible_cpus();
+        if (r <= 0) {
+                stalls_bpf__destroy(skel);
+                *ret_error = strdup_printf("cannot count the possible CPUs");
+                return r < 0 ? r : -EIO;
+        }
+        p->ncpus = r;
+        p->skel = skel;
+        p->classified = n_ranges > 0;
+        p->reason = strdup_printf("BPF tracepoints writeback:%s + sched:sched_switch, %s",
+                                  has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
+                                  classify_error ?: "waits classified by caller");
+        return p->reason ? 0 : -ENOMEM;
+}
+
+static void bpf_stop(StallProbe *p) {
+        if (p->skel)
+                stalls_bpf__destroy(p->skel);
+        p->skel = NULL;
+}
+
+static StallStats *stats_find_or_add(StallStats **list, size_t *n, size_t *allocated, const char *bdi,
+                                     bool classified) {
+        StallStats *s;
+
+        for (size_t i = 0; i < *n; i++)
+                if (strneq((*list)[i].bdi, bdi, STALL_BPF_BDI_LEN))
+                        return &(*list)[i];
+        if (*n >= *allocated) {
+                size_t a = MAX(*allocated * 2, (size_t) 8);
+                StallStats *l = reallocarray(*list, a, sizeof(*l));
+                if (!l)
+                        return NULL;
+                *list = l;
+                *allocated = a;
+        }
+        s = &(*list)[(*n)++];
+        *s = (StallStats) { .has_durations = true, .classified = classified };
+        memcpy(s->bdi, bdi, sizeof(s->bdi));
+        s->bdi[sizeof(s->bdi) - 1] = '\0';
+        (void) stall_parse_bdi_name(s->bdi, &s->devnum);
+        return s;
+}
+
+static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
+        _cleanup_free_ struct stall_bpf_hist *hv = NULL;
+        _cleanup_free_ uint64_t *cv = NULL;
+        _cleanup_free_ StallStats *list = NULL;
+        struct stall_bpf_key bk, *prev_bk = NULL;
+        struct stall_bpf_comm_key ck, *prev_ck = NULL;
+        size_t n = 0, allocated = 0, kept = 0;
+        int hfd = bpf_map__fd(p->skel->maps.hists), cfd = bpf_map__fd(p->skel->maps.comms);
+
+        hv = calloc(p->ncpus, sizeof(*hv));
+        cv = calloc(p->ncpus, sizeof(*cv));
+        if (!hv || !cv)
+                return -ENOMEM;
+
+        while (bpf_map_get_next_key(hfd, prev_bk, &bk) == 0) {
+                struct stall_bpf_key key = bk;
+                struct stall_bpf_hist h = {};
+                StallStats *s;
+
+                prev_bk = &bk;
+                if (bpf_map_lookup_elem(hfd, &key, hv) < 0)
+                        continue; /* deleted meanwhile */
+                for (int c = 0; c < p->ncpus; c++) {
+                        h.count += hv[c].count;
+                        h.sum_us += hv[c].sum_us;
+                        h.max_us = MAX(h.max_us, hv[c].max_us);
+                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                                h.slots[i] += hv[c].slots[i];
+                }
+                key.bdi[sizeof(key.bdi) - 1] = '\0';
+                s = stats_find_or_add(&list, &n, &allocated, key.bdi, p->classified);
+                if (!s)
+                        return -ENOMEM;
+                switch (key.kind) {
+                case STALL_KIND_SYNC:
+                        s->sync_count += h.count;
+                        s->sync_sum_usec += h.sum_us;
+                        break;
+                case STALL_KIND_OTHER:
+                        s->other_count += h.count;
+                        s->other_sum_usec += h.sum_us;
+                        break;
+                default:
+                        s->count += h.count;
+                        s->sum_usec += h.sum_us;
+                        s->max_usec = MAX(s->max_usec, (uint64_t) h.max_us);
+                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                                s->hist[i] += h.slots[i];
+                }
+        }
+
+        while (bpf_map_get_next_key(cfd, prev_ck, &ck) == 0) {
+                struct stall_bpf_comm_key key = ck;
+                uint64_t total = 0;
+
+                prev_ck = &ck;
+                if (key.kind != STALL_KIND_STABLE)
+                        continue; /* commands are listed for the stable-pages waits only */
+                if (bpf_map_lookup_elem(cfd, &key, cv) < 0)
+                        continue;
+                for (int c = 0; c < p->ncpus; c++)
+                        total += cv[c];
+                key.comm[sizeof(key.comm) - 1] = '\0';
+                key.bdi[sizeof(key.bdi) - 1] = '\0';
+                for (size_t i = 0; i < n; i++)
+                        if (strneq(list[i].bdi, key.bdi, sizeof(key.bdi))) {
+                                stall_stats_add_comm(&list[i], key.comm, total);
+                                break;
+                        }
+        }
+
+        /* Drop bdis that were reset to nothing (entries exist, counts zero). */
+        for (size_t i = 0; i < n; i++)
+                if (list[i].count + list[i].sync_count + list[i].other_count > 0)
+                        list[kept++] = list[i];
+
+        *ret = TAKE_PTR(list);
+        *ret_n = kept;
+        return 0;
+}
+
+/* Deletes every key of fd whose first STALL_BPF_BDI_LEN bytes equal bdi (all keys when bdi is
+ * NULL). */
+static int bpf_map_delete_bdi(int fd, size_t key_size, const char *bdi) {
+        _cleanup_free_ char *keys = NULL;
+        size_t n = 0, allocated = 0;
+        char key[sizeof(struct stall_bpf_comm_key)], *prev = NULL;
+        char next[sizeof(struct stall_bpf_comm_key)];
+
+        if (key_size > sizeof(key))
+                return -EINVAL;
+        while (bpf_map_get_next_key(fd, prev, next) == 0) {
+                memcpy(key, next, key_size);
+                prev = key;
+                if (bdi && !strneq(key, bdi, STALL_BPF_BDI_LEN))
+                        continue;
+                if (n >= allocated) {
+                        size_t a = MAX(allocated * 2, (size_t) 16);
+                        char *k = reallocarray(keys, a, key_size);
+                        if (!k)
+                                return -ENOMEM;
+                        keys = k;
+                        allocated = a;
+                }
+                memcpy(keys + n * key_size, key, key_size);
+                n++;
+        }
+        for (size_t i = 0; i < n; i++)
+                (void) bpf_map_delete_elem(fd, keys + i * key_size);
+        return 0;
+}
+
+static int bpf_reset(StallProbe *p, const char *bdi) {
+        int r;
+
+        r = bpf_map_delete_bdi(bpf_map__fd(p->skel->maps.hists), sizeof(struct stall_bpf_key), bdi);
+        if (r < 0)
+                return r;
+        return bpf_map_delete_bdi(bpf_map__fd(p->skel->maps.comms), sizeof(struct stall_bpf_comm_key), bdi);
+}
+#endif /* HAVE_BPF */
+
+static const char *strnull(const char *s) {
+        return s ?: "(null)";
+}
+
+static bool env_true(const char *name) {
+        const char *e = getenv(name);
+
+        return e && parse_boolean(e) > 0;
+}
+
+int stall_probe_new(StallProbe **ret) {
+        _cleanup_free_ char *bpf_error = NULL, *tracefs_error = NULL;
+        StallProbe *p;
+        const char *root = NULL;
+        bool mounted = false;
+        int r;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+
+        if (env_true("STABLEPAGES_STALLS_FORCE_UNAVAILABLE")) {
+                p->reason = strdup("forced by STABLEPAGES_STALLS_FORCE_UNAVAILABLE (test only)");
+                goto done;
+        }
+
+        r = stall_tracefs_find_root(&root, &mounted);
+        if (r < 0) {
+                p->reason = strdup_printf("tracefs is not mounted and cannot be mounted on "
+                                          "/sys/kernel/tracing: %s", strerror(-r));
+                goto done;
+        }
+        if (mounted)
+                log_notice("Mounted tracefs on %s for the stall probe.", root);
+
+#if HAVE_BPF
+        if (env_true("STABLEPAGES_STALLS_FORCE_TRACEFS"))
+                bpf_error = strdup("skipped: STABLEPAGES_STALLS_FORCE_TRACEFS is set (test only)");
+        else {
+                r = bpf_start(p, root, &bpf_error);
+                if (r == -ENOMEM)
+                        goto oom;
+                if (r >= 0) {
+                        p->mode = STALL_PROBE_BPF;
+                        goto done;
+                }
+                if (!bpf_error)
+                        bpf_error = strdup(strerror(-r));
+        }
+#else
+        bpf_error = strdup("not built with BPF support (-Dbpf=disabled or no clang/bpftool/libbpf)");
+#endif
+        log_debug("Stall probe: BPF unavailable: %s", strnull(bpf_error));
+
+        r = stall_tracefs_new(root, &p->tracefs, &tracefs_error);
+        if (r >= 0) {
+                p->mode = STALL_PROBE_TRACEFS;
+                p->classified = stall_tracefs_classified(p->tracefs);
+                p->reason = strdup_printf("tracefs: counting writeback:%s without durations, %s (BPF: %s)",
+                                          stall_tracefs_event(p->tracefs),
+                                          p->classified ? "waits classified by caller" : "unclassified",
+                                          strnull(bpf_error));
+                goto done;
+        }
+        if (r == -ENOMEM)
+                goto oom;
+        p->reason = strdup_printf("BPF: %s; tracefs: %s", strnull(bpf_error),
+                                  tracefs_error ?: strerror(-r));
+
+done:
+        if (!p->reason)
+                goto oom;
+        if (p->mode == STALL_PROBE_UNAVAILABLE)
+                log_warning("Stall probe unavailable: %s", p->reason);
+        else
+                log_debug("Stall probe: %s.", p->reason);
+        *ret = p;
+        return 0;
+oom:
+        stall_probe_free(p);
+        return -ENOMEM;
+}
+
+StallProbe *stall_probe_free(StallProbe *p) {
+        if (!p)
+                return NULL;
+#if HAVE_BPF
+        bpf_stop(p);
+#endif
+        stall_tracefs_free(p->tracefs);
+        free(p->reason);
+        return mfree(p);
+}
+
+StallProbeMode stall_probe_mode(const StallProbe *p) {
+        return p->mode;
+}
+
+const char *stall_probe_mode_reason(const StallProbe *p) {
+        return p->reason;
+}
+
+uint64_t stall_probe_lost(StallProbe *p) {
+        switch (p->mode) {
+#if HAVE_BPF
+        case STALL_PROBE_BPF:
+                return p->skel->bss->lost;
+#endif
+        case STALL_PROBE_TRACEFS:
+                (void) stall_tracefs_poll(p->tracefs);
+                return stall_tracefs_lost(p->tracefs);
+        default:
+                return 0;
+        }
+}
+
+int stall_probe_poll(StallProbe *p) {
+        if (p->mode == STALL_PROBE_TRACEFS)
+                return stall_tracefs_poll(p->tracefs);
+        return 0;
+}
+
+int stall_probe_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
+        StallStats *list = NULL;
+        size_t n = 0;
+        int r;
+
+        switch (p->mode) {
+#if HAVE_BPF
+        case STALL_PROBE_BPF:
+                r = bpf_list(p, &list, &n);
+                break;
+#endif
+        case STALL_PROBE_TRACEFS:
+                r = stall_tracefs_list(p->tracefs, &list, &n);
+                break;
+        default:
+                return -EOPNOTSUPP;
+        }
+        if (r < 0)
+                return r;
+        if (n > 1)
+                qsort(list, n, sizeof(*list), stats_compare);
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+int stall_probe_read(StallProbe *p, dev_t devnum, StallStats *ret) {
+        _cleanup_free_ StallStats *list = NULL;
+        StallStats s = {
+                .devnum = devnum,
+                .has_durations = p->mode == STALL_PROBE_BPF,
+                .classified = p->classified,
+        };
+        size_t n;
+        int r;
+
+        r = stall_probe_list(p, &list, &n);
+        if (r < 0)
+                return r;
+        format_devnum(devnum, s.bdi);
+        for (size_t i = 0; i < n; i++)
+                if (list[i].devnum == devnum && devnum != 0) {
+                        memcpy(s.bdi, list[i].bdi, sizeof(s.bdi));
+                        stall_stats_merge(&s, &list[i]);
+                }
+        *ret = s;
+        return 0;
+}
+
+int stall_probe_reset(StallProbe *p, dev_t devnum) {
+        char bdi[32];
+
+        if (devnum != 0)
+                format_devnum(devnum, bdi);
+        switch (p->mode) {
+#if HAVE_BPF
+        case STALL_PROBE_BPF:
+                return bpf_reset(p, devnum ? bdi : NULL);
+#endif
+        case STALL_PROBE_TRACEFS:
+                (void) stall_tracefs_poll(p->tracefs);
+                stall_tracefs_reset(p->tracefs, devnum ? bdi : NULL);
+                return 0;
+        default:
+                return -EOPNOTSUPP;
+        }
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The stall observatory: how long writers wait for pages under writeback, per disk.
+ *
+ * A StallProbe measures in one of three modes:
+ *   bpf          tracepoints writeback:folio_wait_writeback + sched:sched_switch through a
+ *                libbpf skeleton: per disk a log2 histogram of wait durations, count, sum,
+ *                max and the top waiting commands;
+ *   tracefs      the same tracepoint enabled in a private tracefs instance and counted from its
+ *                trace_pipe: counts and commands, no durations (has_durations is false);
+ *   unavailable  nothing measures; the reason says why. Reads fail with -EOPNOTSUPP: never
+ *                zeros that look measured.
+ *
+ * The key is the disk: the tracepoint reports the bdi name, which for a block device is the
+ * whole disk's "MAJ:MIN" (partitions share it). Per-filesystem figures are derived by the
+ * caller from its mount -> disk mapping; filesystems with their own bdi report it here as
+ * well: NFS and FUSE as "0:N" (the superblock's s_dev), btrfs as "btrfs-N" (devnum 0, bdi
+ * name kept).
+ *
+ * Histogram: bucket 0 holds waits of 0..1 us, bucket i >= 1 holds [2^i, 2^(i+1)) us, the last
+ * bucket is open-ended. The pure helpers (stall_hist_*, stall_stats_*, stall_parse_*) need
+ * neither BPF nor tracefs. */
+
+/* Layout shared with stalls.bpf.c; plain C types only. */
+#define STALL_HIST_BUCKETS 32
+#define STALL_BPF_BUCKETS STALL_HIST_BUCKETS
+#define STALL_BPF_BDI_LEN 32  /* the tracepoint's char name[32] */
+#define STALL_BPF_COMM_LEN 16 /* TASK_COMM_LEN */
+#define STALL_BPF_MAX_BDIS 1024
+#define STALL_BPF_MAX_COMMS 8192
+#define STALL_BPF_MAX_RANGES 512 /* kernel text ranges that classify a wait (a power of 2) */
+#define STALL_BPF_STACK_DEPTH 6 /* frames examined to find the caller */
+
+/* Why a task waited, from the function that called folio_wait_writeback(): */
+#define STALL_KIND_STABLE 0 /* about to modify the page: a stable-pages wait (the default) */
+#define STALL_KIND_SYNC 1   /* data integrity: fsync, fdatasync, sync, msync, O_SYNC writes */
+#define STALL_KIND_OTHER 2  /* truncation, invalidation, reclaim, migration, splitting */
+#define STALL_KIND_SKIP 3   /* ranges only: the wait functions themselves, look further up */
+
+struct stall_bpf_range {
+        unsigned long long lo, hi; /* [lo, hi) */
+        unsigned int kind;
+        unsigned int pad;
+};
+
+struct stall_bpf_key {
+        char bdi[STALL_BPF_BDI_LEN];
+        unsigned int kind;
+        unsigned int pad;
+};
+
+struct stall_bpf_comm_key {
+        char bdi[STALL_BPF_BDI_LEN];
+        char comm[STALL_BPF_COMM_LEN];
+        unsigned int kind;
+        unsigned int pad;
+};
+
+struct stall_bpf_hist {
+        unsigned long long count;
+        unsigned long long sum_us;
+        unsigned long long max_us;
+        unsigned long long slots[STALL_BPF_BUCKETS];
+};
+
+#ifndef __bpf__
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+#define STALL_TOP_COMMS 8
+
+typedef enum StallProbeMode {
+        STALL_PROBE_UNAVAILABLE,
+        STALL_PROBE_BPF,
+        STALL_PROBE_TRACEFS,
+        _STALL_PROBE_MODE_MAX,
+} StallProbeMode;
+
+typedef struct StallComm {
+        char comm[STALL_BPF_COMM_LEN];
+        uint64_t count;
+} StallComm;
+
+typedef struct StallStats {
+        dev_t devnum;                 /* parsed from bdi; 0 when bdi is not "MAJ:MIN" */
+        char bdi[STALL_BPF_BDI_LEN];  /* the tracepoint's bdi name */
+        bool has_durations;           /* false in tracefs mode: sum, max, hist are not measured */
+        bool classified;              /* waits were sorted by cause; false: the figures below
+                                       * include every writeback wait, fsync's too */
+        /* Stable-pages waits (STALL_KIND_STABLE): a task about to modify a page under writeback. */
+        uint64_t count;
+        uint64_t sum_usec;
+        uint64_t max_usec;
+        uint64_t hist[STALL_HIST_BUCKETS];
+        size_t n_comms;
+        StallComm comms[STALL_TOP_COMMS]; /* by count, descending */
+        /* Writeback waits with other causes, not in the figures above: they happen whatever
+         * stable_writes says. */
+        uint64_t sync_count, sync_sum_usec;   /* fsync, sync, msync, O_SYNC (data integrity) */
+        uint64_t other_count, other_sum_usec; /* truncation, reclaim, migration */
+} StallStats;
+
+/* ---- pure helpers ---- */
+
+/* The bucket of a wait of usec microseconds. */
+unsigned stall_hist_bucket(uint64_t usec);
+
+/* Smallest wait (us) bucket i holds: 0 for bucket 0, else 2^i. */
+uint64_t stall_hist_bucket_lower_usec(unsigned i);
+
+/* Largest wait (us, inclusive) bucket i holds: 2^(i+1)-1, UINT64_MAX for the last bucket;
+ * this is the Prometheus "le" of the bucket. */
+uint64_t stall_hist_bucket_upper_usec(unsigned i);
+
+/* Accounts one wait of usec microseconds by comm (may be NULL) into s. */
+void stall_stats_add_sample(StallStats *s, uint64_t usec, const char *comm);
+
+/* Adds count waits by comm to the top list of s (kept sorted, at most STALL_TOP_COMMS; the
+ * smallest falls off). Does not touch s->count. */
+void stall_stats_add_comm(StallStats *s, const char *comm, uint64_t count);
+
+/* Adds b into a (counts, sums, buckets, commands; max is the larger). */
+void stall_stats_merge(StallStats *a, const StallStats *b);
+
+/* The q-quantile (0 < q <= 1, e.g. 0.5, 0.99) of the waits in s, as the inclusive upper bound
+ * of the bucket holding the ceil(q*count)-th wait, capped at max_usec: a value the true
+ * quantile does not exceed and is at most twice as large as it (for waits >= 1 us).
+ * Returns 0, -ENODATA (no waits), -EOPNOTSUPP (no durations) or -EINVAL (q). */
+int stall_stats_percentile(const StallStats *s, double q, uint64_t *ret_usec);
+
+/* The waits accumulated between the snapshot before and the snapshot now of one disk, for
+ * windowed figures. max of the window is not known exactly: it is min(now->max, upper bound of
+ * the highest non-empty bucket of the difference). Command counts are exact for commands in
+ * both top lists. Returns 0; 1 when the probe was reset in between (a counter went backwards:
+ * ret is then a copy of now, everything since the reset); -EINVAL when they are different
+ * disks. */
+int stall_stats_subtract(const StallStats *now, const StallStats *before, StallStats *ret);
+
+/* Parses a bdi name "MAJ:MIN" into a devnum. Returns 0 or -EINVAL ("btrfs-1", "(unknown)"). */
+int stall_parse_bdi_name(const char *bdi, dev_t *ret);
+
+/* The kind (STALL_KIND_SYNC, STALL_KIND_OTHER, STALL_KIND_SKIP for the wait functions themselves,
+ * else STALL_KIND_STABLE) of a wait whose caller is the kernel function symbol; suffixes such as
+ * ".constprop.0" and " [module]" are ignored. */
+unsigned stall_classify_caller(const char *symbol);
+
+/* Reads a /proc/kallsyms-format file and fills ranges with [start, next symbol) of every text
+ * symbol whose kind is not STALL_KIND_STABLE. Returns 0, -ENOSPC (more than max ranges),
+ * -EPERM (addresses are hidden: all zero), -ENOENT (none of the wait functions found) or
+ * -errno. */
+int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size_t max, size_t *ret_n);
+
+/* Parses one line of a tracefs trace_pipe holding a folio_wait_writeback or
+ * wait_on_page_writeback event ("  comm-pid  [cpu] flags  ts: folio_wait_writeback: bdi 7:0:
+ * ino=12 index=0"). On success copies the command and the bdi name and returns 1; a
+ * "CPU:N [LOST M EVENTS]" line returns 2 with M in *ret_lost; a stack line (" => symbol", from the
+ * stacktrace option) returns 3 with *ret_symbol pointing at the symbol in line; any other line
+ * returns 0. */
+int stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
+                           char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost, const char **ret_symbol);
+
+const char *stall_probe_mode_to_string(StallProbeMode m);
+
+/* ---- the probe ---- */
+
+typedef struct StallProbe StallProbe;
+
+/* Creates a probe and starts measuring: BPF when it loads and attaches, else the tracefs
+ * counter, else mode "unavailable" (which is not an error: *ret is set, the reason says why).
+ * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes need it).
+ * Test only: STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
+ * skips both. Returns 0 or -ENOMEM. */
+int stall_probe_new(StallProbe **ret);
+
+/* Detaches everything, removes the tracefs instance; returns NULL. */
+StallProbe *stall_probe_free(StallProbe *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
+#define _cleanup_stall_probe_free_ _cleanup_(stall_probe_freep)
+
+StallProbeMode stall_probe_mode(const StallProbe *p);
+
+/* Why this mode: "BPF tracepoints writeback:folio_wait_writeback + sched:sched_switch", or what
+ * failed on the way ("BPF: ...; tracefs: ..."). Never NULL. */
+const char *stall_probe_mode_reason(const StallProbe *p);
+
+/* Waits seen but not recorded (a map full, tracefs ring buffer overrun): when non-zero the
+ * counts are lower bounds. Tracepoint hits that did not sleep are not waits and not lost. */
+uint64_t stall_probe_lost(StallProbe *p);
+
+/* Tracefs mode collects by draining a ring buffer: call this periodically (every few seconds;
+ * read and list call it too) so that it does not overrun. No-op in the other modes.
+ * Returns 0 or -errno. */
+int stall_probe_poll(StallProbe *p);
+
+/* Stats of one disk since start or the last reset. A disk with no waits reads 0 with
+ * count 0 (that is a measurement). Returns 0 or -EOPNOTSUPP (mode unavailable), -errno. */
+int stall_probe_read(StallProbe *p, dev_t devnum, StallStats *ret);
+
+/* Stats of every bdi with at least one wait, sorted by devnum then bdi name. *ret is a
+ * malloc()ed array. Returns 0, -EOPNOTSUPP (mode unavailable) or -errno. */
+int stall_probe_list(StallProbe *p, StallStats **ret, size_t *ret_n);
+
+/* Forgets the waits of one disk, or of all when devnum is 0. Returns 0, -EOPNOTSUPP, -errno. */
+int stall_probe_reset(StallProbe *p, dev_t devnum);
+
+/* ---- internal: the tracefs backend (stalls-tracefs.c) ---- */
+
+typedef struct StallTracefs StallTracefs;
+
+/* Makes a private instance under the tracefs root and enables the wait tracepoint in it.
+ * On failure returns -errno and a malloc()ed explanation in *ret_error. */
+int stall_tracefs_new(const char *tracefs_root, StallTracefs **ret, char **ret_error);
+StallTracefs *stall_tracefs_free(StallTracefs *t);
+/* Drains the instance's trace_pipe into the per-bdi counts. */
+int stall_tracefs_poll(StallTracefs *t);
+/* Copies the accumulated counts (has_durations false). */
+int stall_tracefs_list(StallTracefs *t, StallStats **ret, size_t *ret_n);
+void stall_tracefs_reset(StallTracefs *t, const char *bdi_or_null);
+uint64_t stall_tracefs_lost(StallTracefs *t);
+bool stall_tracefs_classified(StallTracefs *t);
+const char *stall_tracefs_event(StallTracefs *t);
+
+/* Finds the mounted tracefs, mounting it on /sys/kernel/tracing when none is (*ret_mounted
+ * says so). *ret is a static string. Returns 0 or -errno. */
+int stall_tracefs_find_root(const char **ret, bool *ret_mounted);
+
+#endif /* __bpf__ */

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "state.h"
+#include "util.h"
+
+static char *original_path(const char *dir, const char *disk) {
+        if (!device_name_is_valid(disk))
+                return NULL;
+        return strdup_printf("%s/original/%s", dir, disk);
+}
+
+int state_read_original(const char *dir, const char *disk, uint64_t diskseq) {
+        _cleanup_free_ char *p = original_path(dir, disk), *data = NULL;
+        uint64_t seq;
+        int value;
+
+        if (!p)
+                return -EINVAL;
+        int r = read_full_file(p, 4096, &data, NULL);
+        if (r < 0)
+                return r;
+        if (sscanf(data, "diskseq=%" SCNu64 "\nstable_writes=%d", &seq, &value) != 2 ||
+            (value != 0 && value != 1))
+                return -EBADMSG;
+        if (seq != diskseq)
+                return -ENOENT; /* an earlier device of the same name */
+        return value;
+}
+
+int state_record_original(const char *dir, const char *disk, uint64_t diskseq, int value) {
+        _cleanup_free_ char *p = original_path(dir, disk), *sub = strdup_printf("%s/original", dir);
+        char buf[128];
+
+        if (!p || !sub)
+                return -ENOMEM;
+        if (state_read_original(dir, disk, diskseq) >= 0)
+                return 0;
+        int r = mkdir_p(sub, 0755);
+        if (r < 0)
+                return r;
+        int n = snprintf(buf, sizeof buf, "diskseq=%" PRIu64 "\nstable_writes=%d\n", diskseq, value);
+        return write_file_atomic(p, buf, (size_t) n, 0644);
+}
+
+int state_forget_original(const char *dir, const char *disk) {
+        _cleanup_free_ char *p = original_path(dir, disk);
+        if (!p)
+                return -EINVAL;
+        if (unlink(p) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+void runtime_overrides_done(RuntimeOverrides *o) {
+        for (size_t i = 0; i < o->n; i++)
+                free(o->items[i].disk);
+        free(o->items);
+        *o = (RuntimeOverrides){};
+}
+
+const RuntimeOverride *runtime_overrides_find(const RuntimeOverrides *o, const char *disk) {
+        for (size_t i = 0; i < o->n; i++)
+                if (streq(o->items[i].disk, disk))
+                        return &o->items[i];
+        return NULL;
+}
+
+int runtime_overrides_set(RuntimeOverrides *o, const char *disk, Setting setting, bool force) {
+        RuntimeOverride *found = (RuntimeOverride *) runtime_overrides_find(o, disk);
+
+        if (!device_name_is_valid(disk))
+                return -EINVAL;
+        if (setting == SETTING_AUTO && !force) {
+                if (found) {
+                        free(found->disk);
+                        *found = o->items[--o->n];
+                }
+                return 0;
+        }
+        if (!found) {
+                RuntimeOverride *m = realloc(o->items, sizeof(RuntimeOverride) * (o->n + 1));
+                if (!m)
+                        return -ENOMEM;
+                o->items = m;
+                found = &m[o->n];
+                found->disk = strdup(disk);
+                if (!found->disk)
+                        return -ENOMEM;
+                o->n++;
+        }
+        found->setting = setting;
+        found->force = force;
+        return 0;
+}
+
+int state_load_overrides(const char *dir, RuntimeOverrides *ret) {
+        _cleanup_free_ char *p = strdup_printf("%s/overrides", dir), *data = NULL;
+        RuntimeOverrides o = {};
+        char *save = NULL;
+
+        if (!p)
+                return -ENOMEM;
+        int r = read_full_file(p, 1 << 20, &data, NULL);
+        if (r == -ENOENT) {
+                *ret = o;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        unsigned line = 0;
+        for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                char disk[80], setting[16], force[16] = "";
+                line++;
+                int n = sscanf(l, "%79s %15s %15s", disk, setting, force);
+                Setting s = n >= 2 ? setting_from_string(setting) : _SETTING_INVALID;
+                if (n < 2 || s < 0 || (n == 3 && !streq(force, "force"))) {
+                        log_warning("%s:%u: ignoring malformed runtime override \"%s\"", p, line, l);
+                        continue;
+                }
+                r = runtime_overrides_set(&o, disk, s, n == 3);
+                if (r == -ENOMEM) {
+                        runtime_overrides_done(&o);
+                        return r;
+                }
+                if (r < 0)
+                        log_warning("%s:%u: ignoring override of invalid device \"%s\"", p, line, disk);
+        }
+        *ret = o;
+        return 0;
+}
+
+int state_save_overrides(const char *dir, const RuntimeOverrides *o) {
+        _cleanup_free_ char *p = strdup_printf("%s/overrides", dir), *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!p)
+                return -ENOMEM;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < o->n; i++)
+                fprintf(f, "%s %s%s\n", o->items[i].disk, setting_to_string(o->items[i].setting),
+                        o->items[i].force ? " force" : "");
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        int r = mkdir_p(dir, 0755);
+        if (r < 0)
+                return r;
+        return write_file_atomic(p, buf ?: "", size, 0644);
+}
+
+static const char *const effective_origin_table[_EFFECTIVE_ORIGIN_MAX] = {
+        [EFFECTIVE_OBSERVED] = "observed",
+        [EFFECTIVE_ASSUMED] = "assumed",
+        [EFFECTIVE_FILESYSTEM] = "filesystem",
+};
+
+const char *effective_origin_to_string(EffectiveOrigin o) {
+        return o >= 0 && o < _EFFECTIVE_ORIGIN_MAX ? effective_origin_table[o] : NULL;
+}
+
+EffectiveOrigin effective_origin_from_string(const char *s) {
+        for (size_t i = 0; i < _EFFECTIVE_ORIGIN_MAX; i++)
+                if (streq(s, effective_origin_table[i]))
+                        return (EffectiveOrigin) i;
+        return _EFFECTIVE_ORIGIN_INVALID;
+}
+
+/* Writes s with whitespace and backslashes as \ooo, as mountinfo does. */
+static void fputs_escaped(const char *s, FILE *f) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p <= ' ' || *p == '\\' || *p == 0x7f)
+                        fprintf(f, "\\%03o", *p);
+                else
+                        fputc(*p, f);
+}
+
+/* Undoes fputs_escaped() in place. Returns -EINVAL for a bad escape or an escaped NUL. */
+static int unescape(char *s) {
+        char *w = s;
+        for (const char *p = s; *p; p++) {
+                if (*p != '\\') {
+                        *w++ = *p;
+                        continue;
+                }
+                if (p[1] < '0' || p[1] > '3' || p[2] < '0' || p[2] > '7' || p[3] < '0' || p[3] > '7')
+                        return -EINVAL;
+                char c = (char) ((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+                if (c == '\0')
+                        return -EINVAL;
+                *w++ = c;
+                p += 3;
+        }
+        *w = '\0';
+        return 0;
+}
+
+void mount_records_done(MountRecords *r) {
+        for (size_t i = 0; i < r->n; i++) {
+                free(r->items[i].fstype);
+                free(r->items[i].target);
+        }
+        free(r->items);
+        *r = (MountRecords){};
+}
+
+int mount_records_add(MountRecords *r, const MountRecord *rec) {
+        _cleanup_free_ char *fstype = strdup(rec->fstype), *target = strdup(rec->target);
+        MountRecord *m;
+
+        if (!fstype || !target)
+                return -ENOMEM;
+        m = realloc(r->items, sizeof(MountRecord) * (r->n + 1));
+        if (!m)
+                return -ENOMEM;
+        r->items = m;
+        m[r->n] = *rec;
+        m[r->n].fstype = TAKE_PTR(fstype);
+        m[r->n].target = TAKE_PTR(target);
+        r->n++;
+        return 0;
+}
+
+int state_load_mount_records(const char *dir, MountRecords *ret) {
+        _cleanup_free_ char *p = strdup_printf("%s/mounts", dir), *data = NULL;
+        MountRecords records = {};
+        char *save = NULL;
+        unsigned line = 0;
+
+        if (!p)
+                return -ENOMEM;
+        int r = read_full_file(p, 16 << 20, &data, NULL);
+        if (r == -ENOENT) {
+                *ret = records;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                char sb[32], src[32], origin[16], fstype[256], target[4096];
+                unsigned long long since, unique, mntns;
+                int id, effective;
+                MountRecord rec = {};
+
+                line++;
+                if (sscanf(l, "%d %31s %31s %d %15s %llu %llu %llu %255s %4095s", &id, sb, src, &effective,
+                           origin, &since, &unique, &mntns, fstype, target) != 10 ||
+                    parse_devnum(sb, &rec.devnum) < 0 || parse_devnum(src, &rec.source_devnum) < 0 ||
+                    (effective != 0 && effective != 1) ||
+                    (rec.origin = effective_origin_from_string(origin)) < 0 || unescape(fstype) < 0 ||
+                    unescape(target) < 0) {
+                        log_warning("%s:%u: ignoring malformed mount record", p, line);
+                        continue;
+                }
+                rec.id = id;
+                rec.effective = effective;
+                rec.since_usec = since;
+                rec.unique_id = unique;
+                rec.mntns = mntns;
+                rec.fstype = fstype;
+                rec.target = target;
+                if (mount_records_add(&records, &rec) < 0) {
+                        mount_records_done(&records);
+                        return -ENOMEM;
+                }
+        }
+        *ret = records;
+        return 0;
+}
+
+int state_save_mount_records(const char *dir, const MountRecords *records) {
+        _cleanup_free_ char *p = strdup_printf("%s/mounts", dir), *buf = NULL;
+        size_t size = 0;
+        char a[32], b[32];
+        FILE *f;
+
+        if (!p)
+                return -ENOMEM;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < records->n; i++) {
+                const MountRecord *m = &records->items[i];
+                fprintf(f, "%d %s %s %d %s %llu %llu %llu ", m->id, format_devnum(m->devnum, a),
+                        format_devnum(m->source_devnum, b), m->effective,
+                        effective_origin_to_string(m->origin), (unsigned long long) m->since_usec,
+                        (unsigned long long) m->unique_id, (unsigned long long) m->mntns);
+                fputs_escaped(m->fstype, f);
+                fputc(' ', f);
+                fputs_escaped(m->target, f);
+                fputc('\n', f);
+        }
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        int r = mkdir_p(dir, 0755);
+        if (r < 0)
+                return r;
+        return write_file_atomic(p, buf ?: "", size, 0644);
+}

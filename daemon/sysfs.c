@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+
+#include "sysfs.h"
+#include "util.h"
+
+int sysfs_read_string(const char *root, const char *path, char **ret) {
+        _cleanup_free_ char *p = path_join(root, path);
+        _cleanup_fclose_ FILE *f = NULL;
+        char buf[4096];
+
+        if (!p)
+                return -ENOMEM;
+        f = fopen(p, "re");
+        if (!f)
+                return -errno;
+        if (!fgets(buf, sizeof buf, f)) {
+                if (ferror(f))
+                        return errno > 0 ? -errno : -EIO;
+                buf[0] = '\0';
+        }
+        char *s = strdup(strstrip_trailing(buf));
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int sysfs_read_int(const char *root, const char *path, long long *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = sysfs_read_string(root, path, &s);
+        if (r < 0)
+                return r;
+        return parse_int_range(s, LLONG_MIN, LLONG_MAX, ret);
+}
+
+int sysfs_write_string(const char *root, const char *path, const char *value) {
+        _cleanup_free_ char *p = path_join(root, path);
+        _cleanup_close_ int fd = -EBADF;
+        size_t n = strlen(value);
+
+        if (!p)
+                return -ENOMEM;
+        fd = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        ssize_t k = write(fd, value, n);
+        if (k < 0)
+                return -errno;
+        if ((size_t) k != n)
+                return -EIO;
+        return 0;
+}
+
+int sysfs_read_link_basename(const char *root, const char *path, char **ret) {
+        _cleanup_free_ char *p = path_join(root, path);
+        char buf[PATH_MAX];
+
+        if (!p)
+                return -ENOMEM;
+        ssize_t k = readlink(p, buf, sizeof buf - 1);
+        if (k < 0)
+                return -errno;
+        buf[k] = '\0';
+        const char *b = strrchr(buf, '/');
+        char *s = strdup(b ? b + 1 : buf);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int sysfs_list_dir(const char *root, const char *path, char ***ret) {
+        _cleanup_free_ char *p = path_join(root, path);
+        _cleanup_strv_free_ char **l = NULL;
+        DIR *d;
+
+        if (!p)
+                return -ENOMEM;
+        d = opendir(p);
+        if (!d) {
+                if (errno == ENOENT) {
+                        *ret = NULL;
+                        return 0;
+                }
+                return -errno;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (strv_extend(&l, de->d_name) < 0) {
+                        closedir(d);
+                        return -ENOMEM;
+                }
+        }
+        closedir(d);
+        strv_sort(l);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int sysfs_parse_bool01(const char *value) {
+        long long v;
+        if (parse_int_range(value, 0, 1, &v) < 0)
+                return -EINVAL;
+        return (int) v;
+}

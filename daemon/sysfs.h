@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Reads and writes of sysfs attributes under a root directory (the real one is "/sys";
+ * tests pass a captured tree). Paths are relative to the root. */
+
+#include <sys/types.h>
+
+#include "macro.h"
+
+/* Reads the first line of root/path, trailing whitespace removed. Returns 0, -ENOENT when
+ * the attribute does not exist (normal: kernels differ), or another -errno. */
+int sysfs_read_string(const char *root, const char *path, char **ret);
+
+/* Reads an integer attribute ("0", "1", "42"). Returns 0, -ENOENT, -EINVAL (unparsable)
+ * or another -errno. */
+int sysfs_read_int(const char *root, const char *path, long long *ret);
+
+/* Writes value to root/path (one write(2), as sysfs wants). Returns 0 or -errno. */
+int sysfs_write_string(const char *root, const char *path, const char *value);
+
+/* Basename of the symlink root/path ("device/driver" -> "virtio_blk"). Returns 0 or -errno. */
+int sysfs_read_link_basename(const char *root, const char *path, char **ret);
+
+/* Sorted names of the entries of directory root/path (no "." or ".."). A missing directory
+ * gives an empty list and 0. Returns 0 or -errno. */
+int sysfs_list_dir(const char *root, const char *path, char ***ret);
+
+/* Parses an attribute holding 0/1 (as "0\n"). Returns 0/1 or -EINVAL. */
+int sysfs_parse_bool01(const char *value);

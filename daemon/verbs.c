@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "log.h"
+#include "util.h"
+#include "verbs.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
+
+/* Loads config, overrides and facts; logs config problems. */
+static int engine_setup(Engine *e, const EngineOptions *o) {
+        int r = engine_init(e, o);
+        if (r < 0)
+                return log_error_errno(r, "Cannot initialize: %m");
+        r = engine_load_config(e);
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the configuration: %m");
+        for (size_t i = 0; i < e->diags.n; i++) {
+                const ConfigDiag *d = &e->diags.items[i];
+                if (d->line > 0)
+                        log_full(d->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s:%u: %s", d->file,
+                                 d->line, d->message);
+                else
+                        log_full(d->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s: %s", d->file,
+                                 d->message);
+        }
+        r = engine_load_overrides(e);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m", e->runtime_dir);
+        r = engine_scan(e);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+int verb_apply(const EngineOptions *o, char **names, int n) {
+        _cleanup_(engine_done) Engine e = {};
+        int ret = EXIT_OK;
+
+        if (n <= 0) {
+                log_error("apply needs at least one device name.");
+                return EXIT_USAGE;
+        }
+        for (int i = 0; i < n; i++)
+                if (!device_name_is_valid(names[i])) {
+                        log_error("Invalid device name \"%s\".", names[i]);
+                        return EXIT_USAGE;
+                }
+        if (engine_setup(&e, o) < 0)
+                return EXIT_FAIL;
+
+        for (int i = 0; i < n; i++) {
+                _cleanup_(apply_result_done) ApplyResult res = {};
+                EngineDevice *d = engine_find(&e, names[i]);
+
+                if (!d) {
+                        log_error("%s: no such block device under %s/block.", names[i], e.sysfs_root);
+                        ret = MAX(ret, EXIT_NO_DEVICE);
+                        continue;
+                }
+                int r = engine_apply(&e, d, &res);
+                if (r == -ENOMEM)
+                        return log_oom(), EXIT_FAIL;
+                if (r < 0) {
+                        log_error("%s", res.message);
+                        if (ret == EXIT_OK)
+                                ret = EXIT_FAIL;
+                } else
+                        log_debug("%s", res.message);
+        }
+        return ret;
+}
+
+int verb_dump(const EngineOptions *o, const char *json, char **names, int n) {
+        _cleanup_(engine_done) Engine e = {};
+
+        if (engine_setup(&e, o) < 0)
+                return EXIT_FAIL;
+        for (int i = 0; i < n; i++)
+                if (!engine_find(&e, names[i])) {
+                        log_error("%s: no such block device under %s/block.", names[i], e.sysfs_root);
+                        return EXIT_NO_DEVICE;
+                }
+        if (json)
+                engine_dump_json(&e, n > 0 ? names : NULL, stdout, streq(json, "pretty"));
+        else
+                engine_dump_text(&e, stdout);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}

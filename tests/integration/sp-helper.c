@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Small helpers for the integration tests, things the shell cannot do:
+ *
+ *   sp-helper rewrite FILE COUNT
+ *       Rewrites the first page of FILE COUNT times, each time right after starting its
+ *       writeback, and times the rewrite. With stable writes in force on the filesystem
+ *       the rewrite waits for the writeback to finish; without, it does not. Also times
+ *       how long the writeback then still had to run, which shows that the page really
+ *       was under writeback while it was rewritten. blk-throttle lets part of the I/O
+ *       through at once (its budget per time slice), so with 20 IOPS about every other
+ *       writeback is throttled: the average is the figure to compare, not the median.
+ *       Prints
+ *         "rewrite_avg_us=N rewrite_median_us=N rewrite_max_us=N inflight_avg_us=N count=N"
+ *
+ *   sp-helper loop-remove N
+ *       Removes the (detached) loop device loopN (LOOP_CTL_REMOVE).
+ *
+ *   sp-helper mount-storm DIR COUNT [PAUSE_US]
+ *       Mounts a tmpfs on DIR and unmounts it again, COUNT times, pausing PAUSE_US
+ *       microseconds after each pair (default 0). Prints "pairs=N elapsed_ms=N".
+ *
+ *   sp-helper notify-listen SOCKET
+ *       Receives sd_notify() datagrams on the unix socket SOCKET (created; give it to the
+ *       daemon as NOTIFY_SOCKET) and prints each assignment on its own line, flushed, until
+ *       killed.
+ *
+ * Exit status 0 on success, 1 on failure, 2 on usage errors. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static int do_rewrite(const char *path, int count) {
+        char page[4096];
+        uint64_t *t = calloc((size_t) count, sizeof(uint64_t)), sum = 0, inflight = 0;
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+        if (fd < 0 || !t) {
+                fprintf(stderr, "rewrite: cannot open %s: %m\n", path);
+                return 1;
+        }
+        memset(page, 'a', sizeof page);
+        /* Allocate the block and get it onto the disk once, so that later writebacks are
+         * plain overwrites of one page. */
+        if (pwrite(fd, page, sizeof page, 0) != sizeof page || fsync(fd) < 0) {
+                fprintf(stderr, "rewrite: cannot write %s: %m\n", path);
+                return 1;
+        }
+        for (int i = 0; i < count; i++) {
+                page[0] = (char) ('a' + i % 26);
+                /* Wait for any earlier writeback of the page, then start writing the dirty page
+                 * back: when this returns, the page is under (throttled) writeback. */
+                if (sync_file_range(fd, 0, sizeof page,
+                                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE) < 0) {
+                        fprintf(stderr, "rewrite: sync_file_range: %m\n");
+                        return 1;
+                }
+                uint64_t a = now_ns();
+                if (pwrite(fd, page, sizeof page, 0) != sizeof page) {
+                        fprintf(stderr, "rewrite: pwrite: %m\n");
+                        return 1;
+                }
+                uint64_t b = now_ns();
+                /* How long the writeback started above still ran after the rewrite. */
+                if (sync_file_range(fd, 0, sizeof page, SYNC_FILE_RANGE_WAIT_BEFORE) < 0) {
+                        fprintf(stderr, "rewrite: sync_file_range: %m\n");
+                        return 1;
+                }
+                inflight += now_ns() - b;
+                t[i] = (b - a) / 1000;
+                sum += t[i];
+        }
+        qsort(t, (size_t) count, sizeof(uint64_t), cmp_u64);
+        printf("rewrite_avg_us=%llu rewrite_median_us=%llu rewrite_max_us=%llu inflight_avg_us=%llu "
+               "count=%d\n",
+               (unsigned long long) (sum / (uint64_t) count), (unsigned long long) t[count / 2],
+               (unsigned long long) t[count - 1], (unsigned long long) (inflight / 1000 / (uint64_t) count),
+               count);
+        free(t);
+        close(fd);
+        return 0;
+}
+
+static int do_loop_remove(int n) {
+        int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+        if (fd < 0 || ioctl(fd, LOOP_CTL_REMOVE, n) < 0) {
+                fprintf(stderr, "loop-remove: loop%d: %m\n", n);
+                return 1;
+        }
+        close(fd);
+        return 0;
+}
+
+static int do_mount_storm(const char *dir, int count, int pause_us) {
+        uint64_t a = now_ns();
+        for (int i = 0; i < count; i++) {
+                if (mount("stablepages-storm", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") < 0) {
+                        fprintf(stderr, "mount-storm: mount %s: %m\n", dir);
+                        return 1;
+                }
+                if (umount2(dir, 0) < 0) {
+                        fprintf(stderr, "mount-storm: umount %s: %m\n", dir);
+                        return 1;
+                }
+                if (pause_us > 0)
+                        usleep((useconds_t) pause_us);
+        }
+        printf("pairs=%d elapsed_ms=%llu\n", count, (unsigned long long) ((now_ns() - a) / 1000000));
+        return 0;
+}
+
+static int do_notify_listen(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char buf[4096];
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0 || strlen(path) >= sizeof sa.sun_path) {
+                fprintf(stderr, "notify-listen: bad socket %s\n", path);
+                return 1;
+        }
+        strcpy(sa.sun_path, path);
+        (void) unlink(path);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                fprintf(stderr, "notify-listen: bind %s: %m\n", path);
+                return 1;
+        }
+        for (;;) {
+                ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fprintf(stderr, "notify-listen: recv: %m\n");
+                        return 1;
+                }
+                buf[n] = '\0';
+                printf("%s%s", buf, n > 0 && buf[n - 1] == '\n' ? "" : "\n");
+                fflush(stdout);
+        }
+}
+
+int main(int argc, char *argv[]) {
+        if (argc == 4 && strcmp(argv[1], "rewrite") == 0 && atoi(argv[3]) > 0)
+                return do_rewrite(argv[2], atoi(argv[3]));
+        if (argc == 3 && strcmp(argv[1], "loop-remove") == 0)
+                return do_loop_remove(atoi(argv[2]));
+        if ((argc == 4 || argc == 5) && strcmp(argv[1], "mount-storm") == 0 && atoi(argv[3]) > 0)
+                return do_mount_storm(argv[2], atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0);
+        if (argc == 3 && strcmp(argv[1], "notify-listen") == 0)
+                return do_notify_listen(argv[2]);
+        fprintf(stderr,
+                "usage: %s rewrite FILE COUNT | loop-remove N | mount-storm DIR COUNT [PAUSE_US] | "
+                "notify-listen SOCKET\n",
+                argv[0]);
+        return 2;
+}

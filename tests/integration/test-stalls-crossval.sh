@@ -1,0 +1,172 @@
+#!/bin/bash
+# Cross-validation of the BPF stall probe against a writer's own timing (issue 5).
+#
+# A loop device with stable_writes=1 at mount time carries ext4; its writeback is throttled to
+# 10 write IOPS through the cgroup v1 blkio controller (at 10 IOPS blk-throttle's 100 ms slice
+# admits one bio, so nearly every rewrite waits ~100 ms; at 20 IOPS every second one does not);
+# stall-writer, inside that cgroup, rewrites a page right after starting its writeback and
+# times each rewrite, while stall-probe-dump measures. Asserted, on that disk:
+#   1. the probe's stable-pages waits of 1 ms or more (histogram buckets >= 1024 us) == the
+#      writer's rewrites slower than 1 ms, within max(1, 5%): each slow rewrite is exactly one
+#      wait (one page, one writeback); the slack covers a wait within 1000..1023 us (the bucket
+#      edge is not the writer's threshold) and a rewrite whose extra syscall time pushes it
+#      over 1 ms;
+#   2. the probe's waits by the command stall-writer, of any duration, lie between the slow
+#      rewrites and the rewrites: a fast rewrite can still wait a few us when its writeback
+#      completes right away, and no rewrite waits twice;
+#   3. the probe's p50 (the upper bound of its log2 bucket, capped at the max) is within a factor
+#      of 2 of the writer's median rewrite latency;
+#   4. the writer's two fsync() calls are counted apart, as data-integrity waits (sync_count),
+#      when the probe classifies waits;
+#   5. after unmount, stable_writes=0 and mount again, the probe sees no stable-pages waits on
+#      that disk (the fsync waits remain: they do not depend on the flag).
+#
+# Usage: test-stalls-crossval.sh [BUILDDIR]; the helpers are found through $STALL_PROBE_DUMP and
+# $STALL_WRITER, else in BUILDDIR (default: the current directory) or BUILDDIR/tests.
+# Root only. Touches only the loop device, mount point and cgroup it creates; removes them on
+# every exit path. Exit 77 (skip) when a facility is missing.
+set -uo pipefail
+
+BUILDDIR=${1:-.}
+ITERATIONS=${ITERATIONS:-40}
+IOPS=10
+SLOW_USEC=1000
+
+skip() { echo "SKIP: $*"; exit 77; }
+find_helper() { # NAME ENVVALUE
+        local p
+        for p in "$2" "$BUILDDIR/$1" "$BUILDDIR/tests/$1"; do
+                [ -n "$p" ] && [ -x "$p" ] && { echo "$p"; return 0; }
+        done
+        return 1
+}
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (loop devices, mounts, cgroups, BPF)"
+for t in losetup mkfs.ext4 jq; do
+        command -v "$t" >/dev/null || skip "$t is missing"
+done
+DUMP=$(find_helper stall-probe-dump "${STALL_PROBE_DUMP:-}") || skip "stall-probe-dump not built"
+WRITER=$(find_helper stall-writer "${STALL_WRITER:-}") || skip "stall-writer not built"
+
+tmp=$(mktemp -d /tmp/stablepages-stalls.XXXXXX) || exit 1
+loop="" mnt="$tmp/mnt" mounted=0 cgroot="" cgmounted=0 cg="" dump_pid=""
+cleanup() {
+        [ -n "$dump_pid" ] && kill "$dump_pid" 2>/dev/null && wait "$dump_pid" 2>/dev/null
+        [ "$mounted" = 1 ] && umount "$mnt"
+        [ -n "$loop" ] && losetup -d "/dev/$loop"
+        [ -n "$cg" ] && rmdir "$cg"
+        [ "$cgmounted" = 1 ] && umount "$cgroot" && rmdir "$cgroot"
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The blkio controller, cgroup v1 (mounted here by the distribution or by us).
+if [ -e /sys/fs/cgroup/blkio/blkio.throttle.write_iops_device ]; then
+        cgroot=/sys/fs/cgroup/blkio
+elif grep -qw blkio /proc/cgroups; then
+        cgroot="$tmp/blkio"
+        mkdir "$cgroot" && mount -t cgroup -o blkio none "$cgroot" 2>/dev/null ||
+                skip "cgroup v1 blkio controller cannot be mounted (bound to cgroup v2?)"
+        cgmounted=1
+        [ -e "$cgroot/blkio.throttle.write_iops_device" ] || skip "no blk-throttle (CONFIG_BLK_DEV_THROTTLING)"
+else
+        skip "no blkio cgroup controller"
+fi
+cg="$cgroot/stablepages-stalls-$$"
+mkdir "$cg" || { cg=""; skip "cannot create a blkio cgroup"; }
+
+truncate -s 256M "$tmp/backing"
+loop=$(basename "$(losetup --find --show "$tmp/backing")") || { loop=""; echo "FAIL: losetup"; exit 1; }
+devnum=$(cat "/sys/block/$loop/dev")
+[ -w "/sys/block/$loop/queue/stable_writes" ] || skip "queue/stable_writes is read-only (kernel < 5.10)"
+echo "loop device $loop ($devnum), backing $tmp/backing"
+mkdir "$mnt"
+mkfs.ext4 -q -F "/dev/$loop" || { echo "FAIL: mkfs.ext4"; exit 1; }
+echo "$devnum $IOPS" > "$cg/blkio.throttle.write_iops_device" || { echo "FAIL: throttle"; exit 1; }
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# mount_with FLAG: unmount if mounted, set the flag, mount; the flag is captured at mount.
+mount_with() {
+        if [ "$mounted" = 1 ]; then
+                umount "$mnt" || return 1
+                mounted=0
+        fi
+        echo "$1" > "/sys/block/$loop/queue/stable_writes" || return 1
+        mount "/dev/$loop" "$mnt" || return 1
+        mounted=1
+}
+
+# run_round NAME: probe + throttled writer; leaves $tmp/NAME.writer and $tmp/NAME.json.
+run_round() {
+        local name=$1 i
+        rm -f "$tmp/ready"
+        "$DUMP" --ready-file "$tmp/ready" > "$tmp/$name.json" 2> "$tmp/$name.dump.err" &
+        dump_pid=$!
+        for i in $(seq 100); do
+                [ -s "$tmp/ready" ] && break
+                kill -0 "$dump_pid" 2>/dev/null || break
+                sleep 0.1
+        done
+        if [ "$(cat "$tmp/ready" 2>/dev/null)" != bpf ]; then
+                kill "$dump_pid" 2>/dev/null; wait "$dump_pid"; dump_pid=""
+                skip "the probe is not in BPF mode: $(cat "$tmp/$name.dump.err")"
+        fi
+        sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+                "$WRITER" --iterations "$ITERATIONS" --slow-usec "$SLOW_USEC" "$mnt/$name.dat" \
+                > "$tmp/$name.writer" || fail "$name: the writer failed"
+        kill -TERM "$dump_pid"
+        wait "$dump_pid" || fail "$name: stall-probe-dump exited $?"
+        dump_pid=""
+        echo "$name writer: $(cat "$tmp/$name.writer")"
+        jq -c --arg dev "$devnum" '{mode, lost} + {disk: ([.devices[] | select(.dev == $dev)][0] // null)}' \
+                "$tmp/$name.json" | sed "s/^/$name probe: /"
+}
+
+writer_field() { sed -n "s/.*\<$2=\([0-9]*\).*/\1/p" "$tmp/$1.writer"; }
+probe_field() { # ROUND JQ-EXPRESSION-ON-THE-DISK
+        jq -r --arg dev "$devnum" "([.devices[] | select(.dev == \$dev)][0] // {count: 0, comms: []}) | $2" \
+                "$tmp/$1.json"
+}
+
+# 1-4: flag 1 at mount.
+mount_with 1 || { echo "FAIL: mount with stable_writes=1"; exit 1; }
+run_round on
+slow=$(writer_field on slow)
+median=$(writer_field on median_usec)
+probe_slow=$(probe_field on '[(.hist // [])[10:][]] | add // 0')
+waits=$(probe_field on '[.comms[] | select(.comm == "stall-writer") | .count] | add // 0')
+p50=$(probe_field on '.p50_usec // 0')
+sync=$(probe_field on '.sync_count // 0')
+classified=$(probe_field on '.classified // false')
+tol=$(( slow * 5 / 100 )); [ "$tol" -lt 1 ] && tol=1
+echo "flag 1: writer: $slow of $ITERATIONS rewrites > 1 ms, median $median us;" \
+     "probe: $probe_slow waits >= 1024 us (tolerance $tol), $waits waits by stall-writer," \
+     "p50 <= $p50 us, $sync fsync waits set apart (classified: $classified)"
+[ "$slow" -ge $((ITERATIONS / 2)) ] ||
+        fail "only $slow of $ITERATIONS rewrites were slow: the throttle did not bite, nothing to compare"
+diff=$(( probe_slow > slow ? probe_slow - slow : slow - probe_slow ))
+[ "$diff" -le "$tol" ] || fail "probe waits >= 1 ms: $probe_slow, writer slow rewrites: $slow: off by $diff > $tol"
+[ "$waits" -ge $((slow - tol)) ] && [ "$waits" -le "$ITERATIONS" ] ||
+        fail "probe waits by stall-writer $waits outside [$((slow - tol)), $ITERATIONS]"
+if [ "$p50" -le 0 ] || [ "$median" -le 0 ] || [ $((p50 * 2)) -lt "$median" ] || [ "$p50" -gt $((median * 2)) ]; then
+        fail "probe p50 $p50 us not within a factor of 2 of the writer's median $median us"
+fi
+if [ "$classified" = true ]; then
+        [ "$sync" -ge 1 ] || fail "the writer's fsync waits were not counted as data-integrity waits"
+fi
+[ "$(jq .lost "$tmp/on.json")" = 0 ] || fail "the probe lost waits: $(jq .lost "$tmp/on.json")"
+
+# 5: flag 0 at mount: no stable-pages waits on that disk.
+mount_with 0 || { echo "FAIL: mount with stable_writes=0"; exit 1; }
+run_round off
+total0=$(probe_field off '.count')
+echo "flag 0: writer: $(writer_field off slow) of $ITERATIONS rewrites > 1 ms, median" \
+     "$(writer_field off median_usec) us; probe: $total0 stable-pages waits," \
+     "$(probe_field off '.sync_count // 0') fsync waits"
+[ "$total0" = 0 ] || fail "the probe saw $total0 stable-pages waits on $devnum with stable_writes=0 at mount"
+
+[ "$fails" -eq 0 ] && echo "PASS" || echo "$fails failure(s)"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,966 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Table-driven tests of daemon/config.c: each case writes a main file and drop-ins into a
+ * mkdtemp() directory, loads them, and compares the configuration and every diagnostic
+ * (level, file, line, text). Unreadable files are made with dangling symlinks, symlink
+ * loops and directories, not chmod 000, which root ignores. */
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <ini.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "config.h"
+#include "tests.h"
+#include "util.h"
+
+/* The longest line inih can take (INI_MAX_LINE includes "\r\n\0"). */
+#define LINE_MAX_LEN (INI_MAX_LINE - 3)
+#define FILE_MAX (1024 * 1024)
+
+typedef enum FileKind {
+        FILE_TEXT,    /* data, NUL-terminated */
+        FILE_BYTES,   /* data, size bytes */
+        FILE_SYMLINK, /* a symlink to data */
+        FILE_DIR,     /* a directory */
+        FILE_FILLER,  /* size bytes of comment lines */
+} FileKind;
+
+typedef struct FileSpec {
+        const char *name; /* "main" for the main file, else a drop-in name */
+        FileKind kind;
+        const char *data;
+        size_t size;
+} FileSpec;
+
+#define TEXT(n, d)                                                                                          \
+        { n, FILE_TEXT, d, 0 }
+#define BYTES(n, d)                                                                                         \
+        { n, FILE_BYTES, d, sizeof(d) - 1 }
+
+typedef struct ExpectDiag {
+        DiagLevel level;
+        const char *file; /* "main" or a drop-in name */
+        unsigned line;
+        const char *text; /* a substring of the message */
+} ExpectDiag;
+
+#define ERR(f, l, t)                                                                                        \
+        { DIAG_ERROR, f, l, t }
+#define WARN(f, l, t)                                                                                       \
+        { DIAG_WARNING, f, l, t }
+
+typedef struct Case {
+        const char *name;
+        FileSpec files[6];
+        ExpectDiag diags[8];
+        void (*check)(const Config *c);
+} Case;
+
+/* ---- checks of the loaded configuration ---- */
+
+static void check_defaults(const Config *c) {
+        CHECK_INT(c->policy, POLICY_BALANCED);
+        CHECK(c->devices == NULL);
+        CHECK_INT(c->apply_mounted, APPLY_MOUNTED_NEXT_MOUNT);
+        CHECK_INT(c->rescan_usec, 60 * USEC_PER_SEC);
+        CHECK_INT(c->stall_budget_usec, 100 * USEC_PER_MSEC);
+        CHECK_INT(c->stall_window_usec, 300 * USEC_PER_SEC);
+        CHECK_INT(c->stall_calm_usec, 1800 * USEC_PER_SEC);
+        CHECK(c->metrics_file == NULL);
+        CHECK_INT(c->metrics_interval_usec, 15 * USEC_PER_SEC);
+        CHECK(c->never_remount == NULL);
+        CHECK_INT(c->n_rules, 0);
+}
+
+static void check_strv(char *const *l, const char *const *expected) {
+        size_t n = 0;
+
+        while (expected[n])
+                n++;
+        CHECK_INT(strv_length(l), n);
+        for (size_t i = 0; i < n && i < strv_length(l); i++)
+                CHECK_STR(l[i], expected[i]);
+}
+
+static void check_all_keys(const Config *c) {
+        CHECK_INT(c->policy, POLICY_INTEGRITY);
+        check_strv(c->devices, (const char *[]){ "sd*", "nvme[0-3]n1", "vd?", NULL });
+        CHECK_INT(c->apply_mounted, APPLY_MOUNTED_REMOUNT_IDLE);
+        CHECK_INT(c->rescan_usec, 0);
+        CHECK_INT(c->stall_budget_usec, 250 * USEC_PER_MSEC);
+        CHECK_INT(c->stall_window_usec, 60 * USEC_PER_SEC);
+        CHECK_INT(c->stall_calm_usec, 604800 * USEC_PER_SEC);
+        CHECK_STR(c->metrics_file, "/run/stablepages/metrics.prom");
+        CHECK_INT(c->metrics_interval_usec, 3600 * USEC_PER_SEC);
+        check_strv(c->never_remount, (const char *[]){ "/srv", "/var/lib/db", "/", NULL });
+        CHECK_INT(c->n_rules, 2);
+        if (c->n_rules == 2) {
+                CHECK_INT(c->rules[0].match.kind, MATCH_NAME_GLOB);
+                CHECK_STR(c->rules[0].match.pattern, "zram*");
+                CHECK_INT(c->rules[0].stable_writes, SETTING_OFF);
+                CHECK_INT(c->rules[0].force, 1);
+                CHECK_INT(c->rules[0].line, 13);
+                CHECK_CONTAINS(c->rules[0].file, "/stablepages.conf");
+                CHECK_INT(c->rules[1].match.kind, MATCH_DEVNUM);
+                CHECK_INT(c->rules[1].match.devnum, makedev(7, 0));
+                CHECK_INT(c->rules[1].stable_writes, SETTING_AUTO);
+                CHECK_INT(c->rules[1].force, 0);
+                CHECK_INT(c->rules[1].line, 16);
+        }
+}
+
+static void check_devices_appended(const Config *c) {
+        check_strv(c->devices, (const char *[]){ "sd*", "nvme*", "vd*", NULL });
+}
+
+static void check_devices_reset(const Config *c) {
+        check_strv(c->devices, (const char *[]){ "vdb", NULL });
+        check_strv(c->never_remount, (const char *[]){ "/home", NULL });
+}
+
+static void check_devices_reset_to_all(const Config *c) {
+        CHECK(c->devices == NULL);
+        CHECK(c->never_remount == NULL);
+        CHECK(c->metrics_file == NULL);
+        CHECK_INT(c->policy, POLICY_BALANCED);
+        CHECK_INT(c->rescan_usec, 60 * USEC_PER_SEC);
+}
+
+static void check_devices_partly_bad(const Config *c) {
+        check_strv(c->devices, (const char *[]){ "sdb", NULL });
+}
+
+static void check_devices_all_bad(const Config *c) {
+        /* Never widened to "all disks" by a typo: an empty, non-NULL list. */
+        CHECK(c->devices != NULL);
+        CHECK_INT(strv_length(c->devices), 0);
+        CHECK(!config_device_is_managed(c, "sda"));
+}
+
+static void check_never_remount_normalized(const Config *c) {
+        check_strv(c->never_remount, (const char *[]){ "/srv/data", "/var", NULL });
+}
+
+static void check_latency_rescan_5(const Config *c) {
+        CHECK_INT(c->policy, POLICY_LATENCY);
+        CHECK_INT(c->rescan_usec, 5 * USEC_PER_SEC);
+}
+
+static void check_valid_lines_applied(const Config *c) {
+        /* Every case with bad lines also has these valid ones around them. */
+        CHECK_INT(c->policy, POLICY_LATENCY);
+        CHECK_INT(c->rescan_usec, 30 * USEC_PER_SEC);
+}
+
+static void check_rescan_30_only(const Config *c) {
+        CHECK_INT(c->policy, POLICY_BALANCED);
+        CHECK_INT(c->rescan_usec, 30 * USEC_PER_SEC);
+}
+
+static void check_integrity(const Config *c) {
+        CHECK_INT(c->policy, POLICY_INTEGRITY);
+}
+
+static void check_dropin_order(const Config *c) {
+        CHECK_INT(c->policy, POLICY_INTEGRITY);                /* 20-b.conf beats 10-a.conf */
+        CHECK_INT(c->rescan_usec, 10 * USEC_PER_SEC);          /* 10-a.conf beats the main file */
+        CHECK_INT(c->stall_calm_usec, 7 * USEC_PER_SEC);       /* only in the main file */
+        CHECK_INT(c->apply_mounted, APPLY_MOUNTED_NEXT_MOUNT); /* x.conf.bak, .hidden.conf */
+        check_strv(c->devices, (const char *[]){ "sda", "sdb", NULL });
+}
+
+static void check_merged_managers(const Config *c) {
+        CHECK_INT(c->policy, POLICY_OBSERVE);
+        CHECK_INT(c->rescan_usec, 20 * USEC_PER_SEC);
+        CHECK_INT(c->stall_budget_usec, 5 * USEC_PER_MSEC);
+}
+
+static void check_device_rules(const Config *c) {
+        CHECK_INT(c->n_rules, 4);
+        if (c->n_rules != 4)
+                return;
+        CHECK_INT(c->rules[0].match.kind, MATCH_PROPERTY);
+        CHECK_STR(c->rules[0].match.key, "ID_FS_UUID");
+        CHECK_STR(c->rules[0].match.pattern, "01234567-89ab-cdef-0123-456789abcdef");
+        CHECK_INT(c->rules[0].stable_writes, SETTING_ON);
+        CHECK_INT(c->rules[0].force, -1);
+        CHECK_INT(c->rules[0].line, 1);
+        CHECK_INT(c->rules[1].match.kind, MATCH_NAME_GLOB);
+        CHECK_STR(c->rules[1].match.pattern, "loop[0-3]");
+        CHECK_INT(c->rules[1].stable_writes, _SETTING_INVALID); /* bad value ignored */
+        CHECK_INT(c->rules[1].force, 1);
+        CHECK_INT(c->rules[1].line, 3);
+        CHECK_INT(c->rules[2].match.kind, MATCH_DEVNUM);
+        CHECK_INT(c->rules[2].line, 9);
+        CHECK_INT(c->rules[2].stable_writes, SETTING_AUTO);
+        CHECK_INT(c->rules[3].match.kind, MATCH_NAME_GLOB);
+        CHECK_STR(c->rules[3].match.pattern, "zram0");
+        CHECK_INT(c->rules[3].stable_writes, _SETTING_INVALID); /* reset by empty value */
+        CHECK_INT(c->rules[3].force, 0);
+        CHECK_CONTAINS(c->rules[3].file, "conf.d/50-dev.conf");
+        CHECK_INT(c->rules[3].line, 2);
+}
+
+static void check_max_line(const Config *c) {
+        CHECK_INT(strv_length(c->never_remount), 1);
+        if (c->never_remount)
+                CHECK_INT(strlen(c->never_remount[0]), LINE_MAX_LEN - strlen("NeverRemount="));
+        CHECK_INT(c->rescan_usec, 30 * USEC_PER_SEC);
+}
+
+/* ---- the cases ---- */
+
+/* "[Manager]\nNeverRemount=/aaa...<tail>\nRescanSec=30\n" where the second line is len
+ * bytes long and ends with tail. */
+static char long_line_ok[512], long_line_bad[512], long_line_split[512];
+
+static void make_long_line(char *buf, size_t len, const char *tail) {
+        size_t k = strlen("NeverRemount=/");
+
+        strcpy(buf, "[Manager]\nNeverRemount=/");
+        buf += strlen(buf);
+        memset(buf, 'a', len - k - strlen(tail));
+        strcpy(buf + len - k - strlen(tail), tail);
+        strcat(buf, "\nRescanSec=30\n");
+}
+
+static void make_long_lines(void) {
+        make_long_line(long_line_ok, LINE_MAX_LEN, "");
+        make_long_line(long_line_bad, LINE_MAX_LEN + 1, "");
+        /* If this line were split at inih's buffer size, its tail would apply. */
+        make_long_line(long_line_split, INI_MAX_LINE - 1 + strlen("Policy=latency"), "Policy=latency");
+}
+
+static const Case cases[] = {
+        { "defaults, no files", {}, {}, check_defaults },
+        { "empty files", { TEXT("main", ""), TEXT("10-a.conf", "\n# nothing\n") }, {}, check_defaults },
+        {
+                "every key",
+                { TEXT("main", "# comment\n"
+                               "; comment\n"
+                               "[Manager]\n"
+                               "Policy=integrity\n"
+                               "Devices=sd* nvme[0-3]n1\n"
+                               "Devices = vd?\n"
+                               "ApplyMounted=remount-idle\n"
+                               "RescanSec=0\n"
+                               "StallBudgetMSec=250\n"
+                               "StallWindowSec=60\n"
+                               "StallCalmSec=604800\n"
+                               "MetricsFile=/run/stablepages/metrics.prom\n"
+                               "[Device zram*]\n"
+                               "StableWrites=off\n"
+                               "Force=yes\n"
+                               "[Device 7:0]\n"
+                               "StableWrites=auto\n"
+                               "Force=no\n"
+                               "[Manager]\n"
+                               "MetricsIntervalSec=3600\n"
+                               "NeverRemount=/srv /var/lib/db\n"
+                               "NeverRemount=/\n") },
+                {},
+                check_all_keys,
+        },
+        { "Devices= appends",
+          { TEXT("main", "[Manager]\nDevices=sd* nvme*\nDevices=vd*\n") },
+          {},
+          check_devices_appended },
+        { "empty Devices= resets",
+          { TEXT("main", "[Manager]\nDevices=sda\nDevices=\nDevices=vdb\n"
+                         "NeverRemount=/srv\nNeverRemount=\nNeverRemount=/home\n") },
+          {},
+          check_devices_reset },
+        { "empty values reset to defaults",
+          { TEXT("main", "[Manager]\nDevices=sda\nDevices=\nNeverRemount=/a\nNeverRemount=\n"
+                         "MetricsFile=/m\nMetricsFile=\nPolicy=observe\nPolicy=\n"
+                         "RescanSec=5\nRescanSec=\n") },
+          {},
+          check_devices_reset_to_all },
+        { "Devices= bad entries",
+          { TEXT("main", "[Manager]\nDevices=/dev/sda sdb sd$\n") },
+          { ERR("main", 2, "invalid Devices= entry \"/dev/sda\": use the kernel name"),
+            ERR("main", 2, "invalid Devices= entry \"sd$\": expected a kernel name glob") },
+          check_devices_partly_bad },
+        { "Devices= all entries bad",
+          { TEXT("main", "[Manager]\nDevices=/dev/sda\n") },
+          { ERR("main", 2, "invalid Devices= entry \"/dev/sda\": use the kernel name (\"sda\")") },
+          check_devices_all_bad },
+        { "NeverRemount= normalized",
+          { TEXT("main", "[Manager]\nNeverRemount=//srv/./data/ /var relative /a/../b /var/\n") },
+          { ERR("main", 2, "invalid NeverRemount= entry \"relative\": not an absolute path"),
+            ERR("main", 2, "invalid NeverRemount= entry \"/a/../b\": \"..\" is not allowed") },
+          check_never_remount_normalized },
+        { "bad values",
+          { TEXT("main", "[Manager]\n"
+                         "Policy=fast\n"
+                         "Policy=latency\n"
+                         "ApplyMounted=always\n"
+                         "RescanSec=30\n"
+                         "RescanSec=86401\n"
+                         "StallBudgetMSec=0\n"
+                         "StallWindowSec=5min\n"
+                         "MetricsFile=metrics.prom\n") },
+          { ERR("main", 2,
+                "invalid Policy= value \"fast\": expected observe, latency, balanced or integrity"),
+            ERR("main", 4,
+                "invalid ApplyMounted= value \"always\": expected next-mount or "
+                "remount-idle"),
+            ERR("main", 6,
+                "invalid RescanSec= value \"86401\": expected a whole number of "
+                "seconds from 0 to 86400"),
+            ERR("main", 7,
+                "invalid StallBudgetMSec= value \"0\": expected a whole number of "
+                "milliseconds from 1 to 600000"),
+            ERR("main", 8, "invalid StallWindowSec= value \"5min\""),
+            ERR("main", 9, "invalid MetricsFile= value \"metrics.prom\": not an absolute path") },
+          check_valid_lines_applied },
+        { "more bad values",
+          { TEXT("main", "[Manager]\n"
+                         "StallCalmSec=-1\n"
+                         "MetricsIntervalSec=3601\n"
+                         "MetricsFile=/run/\n"
+                         "Policy=latency\n"
+                         "RescanSec=30\n") },
+          { ERR("main", 2, "invalid StallCalmSec= value \"-1\""),
+            ERR("main", 3,
+                "invalid MetricsIntervalSec= value \"3601\": expected a whole number "
+                "of seconds from 1 to 3600"),
+            ERR("main", 4, "invalid MetricsFile= value \"/run/\": names a directory") },
+          check_valid_lines_applied },
+        { "unknown section reported once",
+          { TEXT("main", "[Foo]\nBar=1\nBaz=2\n[Manager]\nPolicy=latency\nRescanSec=30\n") },
+          { ERR("main", 1, "unknown section [Foo]") },
+          check_valid_lines_applied },
+        { "section names are case-sensitive",
+          { TEXT("main", "[manager]\nPolicy=observe\n[Manager]\nPolicy=latency\nRescanSec=30\n") },
+          { ERR("main", 1, "unknown section [manager] (section names are case-sensitive") },
+          check_valid_lines_applied },
+        { "malformed section header",
+          { TEXT("main", "[Manager\nPolicy=observe\n[]\n[Manager] # x\n"
+                         "[Manager]\nPolicy=latency\nRescanSec=30\n") },
+          { ERR("main", 1, "malformed section header \"[Manager\""), ERR("main", 3, "unknown section []"),
+            ERR("main", 4, "malformed section header \"[Manager] # x\"") },
+          check_valid_lines_applied },
+        { "line without =",
+          { TEXT("main", "[Manager]\nPolicy=latency\nRescanSec 5\nRescanSec=30\nPolicy: observe\n") },
+          { ERR("main", 3,
+                "expected \"Key=value\", a [Section] header or a comment, got "
+                "\"RescanSec 5\""),
+            ERR("main", 5, "got \"Policy: observe\"") },
+          check_valid_lines_applied },
+        { "bad key names",
+          { TEXT("main", "[Manager]\nPolicy=latency\n=5\nRescan Sec=5\nA:b=1\nRescanSec=30\n") },
+          { ERR("main", 3, "missing key name before '='"), ERR("main", 4, "invalid key name \"Rescan Sec\""),
+            ERR("main", 5, "invalid key name \"A:b\"") },
+          check_valid_lines_applied },
+        { "unknown key is a warning",
+          { TEXT("main", "[Manager]\nPolicy=latency\nFoo=bar\npolicy=observe\nRescanSec=30\n"
+                         "[Device sda]\nStableWrite=on\n") },
+          { WARN("main", 3, "unknown key Foo= in [Manager]"), WARN("main", 4, "did you mean Policy=?"),
+            WARN("main", 7, "unknown key StableWrite= in [Device]") },
+          check_valid_lines_applied },
+        { "key outside of any section",
+          { TEXT("main", "Policy=observe\n[Manager]\nPolicy=latency\nRescanSec=30\n") },
+          { ERR("main", 1, "Policy= outside of any section") },
+          check_valid_lines_applied },
+        { "inline comments are rejected",
+          { TEXT("main", "[Manager]\nPolicy=observe ; for the db\nRescanSec=5 # five\n"
+                         "Policy=latency\nRescanSec=30\nMetricsFile=/run/a;b\n") },
+          { ERR("main", 2, "Policy=: inline comments are not supported (\"; for the db\")"),
+            ERR("main", 3, "RescanSec=: inline comments are not supported") },
+          check_valid_lines_applied },
+        { "indented lines are not continuations",
+          { TEXT("main", "[Manager]\nRescanSec=5\n    Policy=latency\n") },
+          {},
+          check_latency_rescan_5 },
+        { "BOM and CRLF",
+          { TEXT("main", "\xef\xbb\xbf[Manager]\r\nPolicy=latency\r\nRescanSec=30\r\n") },
+          {},
+          check_valid_lines_applied },
+        { "NUL byte",
+          { BYTES("main", "[Manager]\nPolicy=latency\nRescanSec=5\0junk\nRescanSec=30\n") },
+          { ERR("main", 3, "line contains a NUL byte (at column 12)") },
+          check_valid_lines_applied },
+        { "NUL byte in a section header",
+          { BYTES("main", "[Man\0ager]\nPolicy=observe\n[Manager]\nPolicy=latency\nRescanSec=30") },
+          { ERR("main", 1, "NUL byte") },
+          check_valid_lines_applied },
+        { "non-UTF-8 bytes",
+          { TEXT("main", "[Manager]\nPolicy=latency\nMetricsFile=/r\xe9sum\xe9\n"
+                         "MetricsFile=/\xc0\xaf\n# \xed\xa0\x80 surrogate\n"
+                         "MetricsFile=/caf\xc3\xa9\nRescanSec=30\n") },
+          { ERR("main", 3, "line is not valid UTF-8 (byte 0xe9 at column 15)"),
+            ERR("main", 4, "line is not valid UTF-8 (byte 0xc0 at column 14)"),
+            ERR("main", 5, "line is not valid UTF-8 (byte 0xed at column 3)") },
+          check_valid_lines_applied },
+        { "control character",
+          { TEXT("main", "[Manager]\nPolicy=latency\nRescanSec=\x1b[5\nRescanSec=30\n") },
+          { ERR("main", 3, "control character (0x1b at column 11)") },
+          check_valid_lines_applied },
+        { "longest line", { TEXT("main", long_line_ok) }, {}, check_max_line },
+        { "over-long line",
+          { TEXT("main", long_line_bad), TEXT("10-a.conf", long_line_split) },
+          { ERR("main", 2, "line is too long (198 bytes, at most 197)"),
+            ERR("10-a.conf", 2, "line is too long (213 bytes, at most 197)") },
+          check_rescan_30_only },
+        { "file of exactly the maximum size",
+          { { "main", FILE_FILLER, NULL, FILE_MAX }, TEXT("10-a.conf", "[Manager]\nRescanSec=30\n") },
+          {},
+          check_rescan_30_only },
+        { "huge file",
+          { { "main", FILE_FILLER, NULL, FILE_MAX + 1 },
+            { "10-big.conf", FILE_FILLER, NULL, 4 * FILE_MAX },
+            TEXT("20-a.conf", "[Manager]\nRescanSec=30\n") },
+          { ERR("main", 0, "file is too large (1048577 bytes, at most 1048576)"),
+            ERR("10-big.conf", 0, "file is too large") },
+          check_rescan_30_only },
+        { "unreadable drop-ins",
+          { TEXT("main", "[Manager]\nPolicy=latency\n"),
+            { "10-dangling.conf", FILE_SYMLINK, "does-not-exist.conf" },
+            { "20-dir.conf", FILE_DIR },
+            { "30-loop.conf", FILE_SYMLINK, "30-loop.conf" },
+            { "40-chardev.conf", FILE_SYMLINK, "/dev/zero" },
+            TEXT("50-ok.conf", "[Manager]\nRescanSec=30\n") },
+          { ERR("10-dangling.conf", 0, "dangling symlink"), ERR("20-dir.conf", 0, "Is a directory"),
+            ERR("30-loop.conf", 0, "Too many levels of symbolic links"),
+            ERR("40-chardev.conf", 0, "not a regular file") },
+          check_valid_lines_applied },
+        { "unreadable main file",
+          { { "main", FILE_DIR }, TEXT("10-a.conf", "[Manager]\nRescanSec=30\n") },
+          { ERR("main", 0, "Is a directory") },
+          check_rescan_30_only },
+        { "symlinks are followed, /dev/null masks",
+          { TEXT("main", "[Manager]\nPolicy=observe\n"),
+            { "10-link.conf", FILE_SYMLINK, "real.txt" },
+            TEXT("real.txt", "[Manager]\nPolicy=integrity\n"),
+            { "20-masked.conf", FILE_SYMLINK, "/dev/null" } },
+          {},
+          check_integrity },
+        { "drop-in order",
+          { TEXT("main", "[Manager]\nPolicy=latency\nRescanSec=99\nStallCalmSec=7\nDevices=sda\n"),
+            TEXT("20-b.conf", "[Manager]\nPolicy=integrity\n"),
+            TEXT("10-a.conf", "[Manager]\nPolicy=observe\nRescanSec=10\nDevices=sdb\n"),
+            TEXT("x.conf.bak", "[Manager]\nApplyMounted=remount-idle\n"),
+            TEXT(".hidden.conf", "[Manager]\nApplyMounted=remount-idle\n") },
+          {},
+          check_dropin_order },
+        { "diagnostics name the drop-in",
+          { TEXT("main", "[Manager]\nPolicy=latency\n"),
+            TEXT("10-a.conf", "\n[Manager]\nRescanSec=x\nRescanSec=30\n") },
+          { ERR("10-a.conf", 3, "invalid RescanSec= value \"x\"") },
+          check_valid_lines_applied },
+        { "duplicate [Manager] sections merge",
+          { TEXT("main", "[Manager]\nPolicy=latency\nRescanSec=20\n[Manager]\nPolicy=observe\n"
+                         "StallBudgetMSec=5\n") },
+          {},
+          check_merged_managers },
+        { "[Device] sections",
+          { TEXT("main", "[Device ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef]\n" /* 1 */
+                         "StableWrites=on\n"
+                         "[Device loop[0-3]]\n" /* 3 */
+                         "StableWrites=maybe\n"
+                         "Force=perhaps\n"
+                         "Force=true\n"
+                         "[Device /dev/sda]\n" /* 7 */
+                         "StableWrites=off\n"
+                         "[Device   8:16  ]\n" /* 9 */
+                         "StableWrites=auto\n"
+                         "[Device]\n" /* 11 */
+                         "Force=yes\n"
+                         "[Device id_wwn=x]\n" /* 13 */
+                         "[Device 8:x]\n"),
+            TEXT("50-dev.conf", "\n[Device zram0]\nStableWrites=on\nStableWrites=\nForce=no\n") },
+          { ERR("main", 4, "invalid StableWrites= value \"maybe\": expected on, off or auto"),
+            ERR("main", 5, "invalid Force= value \"perhaps\": expected a boolean"),
+            ERR("main", 7,
+                "[Device /dev/sda]: invalid device match \"/dev/sda\": use the kernel "
+                "name (\"sda\"), not a path"),
+            ERR("main", 11, "[Device]: missing device match"),
+            ERR("main", 13, "invalid udev property name \"id_wwn\""),
+            ERR("main", 14, "invalid device number \"8:x\"") },
+          check_device_rules },
+};
+
+/* ---- running a case ---- */
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        return remove(path) < 0 ? -errno : 0;
+}
+
+static void rm_rf(const char *dir) {
+        CHECK(nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0);
+}
+
+static void write_bytes(const char *path, const char *data, size_t size) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+        CHECK(fd >= 0);
+        CHECK(write(fd, data, size) == (ssize_t) size);
+}
+
+static void write_filler(const char *path, size_t size) {
+        _cleanup_free_ char *buf = malloc(size);
+
+        CHECK(buf != NULL);
+        if (!buf)
+                return;
+        memset(buf, '#', size);
+        for (size_t i = 99; i < size; i += 100)
+                buf[i] = '\n';
+        write_bytes(path, buf, size);
+}
+
+static void make_file(const char *dir, const FileSpec *f) {
+        _cleanup_free_ char *path = streq(f->name, "main") ? path_join(dir, "stablepages.conf")
+                                                           : strdup_printf("%s/conf.d/%s", dir, f->name);
+
+        switch (f->kind) {
+        case FILE_TEXT:
+                write_bytes(path, f->data, strlen(f->data));
+                break;
+        case FILE_BYTES:
+                write_bytes(path, f->data, f->size);
+                break;
+        case FILE_SYMLINK:
+                CHECK(symlink(f->data, path) == 0);
+                break;
+        case FILE_DIR:
+                CHECK(mkdir(path, 0755) == 0);
+                break;
+        case FILE_FILLER:
+                write_filler(path, f->size);
+                break;
+        }
+}
+
+static bool diag_matches(const ConfigDiag *d, const ExpectDiag *e) {
+        const char *file = streq(e->file, "main") ? "/stablepages.conf" : e->file;
+        size_t fl = strlen(file), dl = strlen(d->file);
+
+        return d->level == e->level && d->line == e->line && dl >= fl && streq(d->file + dl - fl, file) &&
+               strstr(d->message, e->text);
+}
+
+static void run_case(const Case *t) {
+        char dir[] = "/tmp/test-config-XXXXXX";
+        _cleanup_free_ char *main_file = NULL, *dropin_dir = NULL;
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        size_t n_expected = 0;
+        int failed_before = tests_failed;
+
+        CHECK(mkdtemp(dir) != NULL);
+        main_file = path_join(dir, "stablepages.conf");
+        dropin_dir = path_join(dir, "conf.d");
+        CHECK(mkdir(dropin_dir, 0755) == 0);
+        for (size_t i = 0; i < ELEMENTSOF(t->files) && t->files[i].name; i++)
+                make_file(dir, &t->files[i]);
+
+        CHECK_INT(config_load(main_file, dropin_dir, &c, &diags), 0);
+
+        for (size_t i = 0; i < ELEMENTSOF(t->diags) && t->diags[i].file; i++) {
+                const ExpectDiag *e = &t->diags[i];
+                bool found = false;
+
+                n_expected++;
+                for (size_t j = 0; j < diags.n && !found; j++)
+                        found = diag_matches(&diags.items[j], e);
+                if (!found) {
+                        fprintf(stderr, "%s: missing %s at %s:%u: %s\n", t->name,
+                                e->level == DIAG_ERROR ? "error" : "warning", e->file, e->line, e->text);
+                        tests_failed++;
+                }
+        }
+        CHECK_INT(diags.n, n_expected);
+        if (t->check)
+                t->check(&c);
+
+        if (tests_failed != failed_before) {
+                fprintf(stderr, "case \"%s\" failed; its diagnostics:\n", t->name);
+                config_diags_print(&diags, stderr);
+        }
+        rm_rf(dir);
+}
+
+/* ---- matches ---- */
+
+typedef struct MatchParseCase {
+        const char *text;
+        int ret;
+        MatchKind kind;
+        const char *key, *pattern, *formatted;
+        unsigned major, minor;
+        const char *error;
+} MatchParseCase;
+
+static const MatchParseCase match_parse_cases[] = {
+        { "zram*", 0, MATCH_NAME_GLOB, NULL, "zram*", "zram*" },
+        { "  loop[0-3] ", 0, MATCH_NAME_GLOB, NULL, "loop[0-3]", "loop[0-3]" },
+        { "nvme0n1", 0, MATCH_NAME_GLOB, NULL, "nvme0n1", "nvme0n1" },
+        { "7:0", 0, MATCH_DEVNUM, NULL, "7:0", "7:0", 7, 0 },
+        { "259:12", 0, MATCH_DEVNUM, NULL, "259:12", "259:12", 259, 12 },
+        { "ID_WWN=0x5000c500a1b2c3d4", 0, MATCH_PROPERTY, "ID_WWN", "0x5000c500a1b2c3d4",
+          "ID_WWN=0x5000c500a1b2c3d4" },
+        { "ID_FS_UUID = 0123*", 0, MATCH_PROPERTY, "ID_FS_UUID", "0123*", "ID_FS_UUID=0123*" },
+        { "ID_SERIAL=Samsung SSD_*", 0, MATCH_PROPERTY, "ID_SERIAL", "Samsung SSD_*",
+          "ID_SERIAL=Samsung SSD_*" },
+        { "", -EINVAL, .error = "missing device match" },
+        { "   ", -EINVAL, .error = "missing device match" },
+        { "/dev/sda", -EINVAL, .error = "use the kernel name (\"sda\"), not a path" },
+        { "sd a", -EINVAL, .error = "invalid device match \"sd a\"" },
+        { "sda/sda1", -EINVAL, .error = "invalid device match" },
+        { "7:", -EINVAL, .error = "invalid device number \"7:\"" },
+        { "7:0:1", -EINVAL, .error = "invalid device number" },
+        { "4096:0", -EINVAL, .error = "invalid device number" },
+        { "id_wwn=1", -EINVAL, .error = "invalid udev property name \"id_wwn\"" },
+        { "ID-WWN=1", -EINVAL, .error = "invalid udev property name" },
+        { "=1", -EINVAL, .error = "invalid udev property name \"\"" },
+        { "ID_WWN=", -EINVAL, .error = "empty value for udev property ID_WWN" },
+};
+
+static void test_match_parse(void) {
+        for (size_t i = 0; i < ELEMENTSOF(match_parse_cases); i++) {
+                const MatchParseCase *t = &match_parse_cases[i];
+                _cleanup_free_ char *error = NULL, *formatted = NULL;
+                DeviceMatch m = {};
+                int r = device_match_parse(t->text, &m, &error);
+
+                CHECK_INT(r, t->ret);
+                if (r < 0) {
+                        CHECK_CONTAINS(error, t->error);
+                        continue;
+                }
+                CHECK(error == NULL);
+                CHECK_INT(m.kind, t->kind);
+                if (t->key)
+                        CHECK_STR(m.key, t->key);
+                else
+                        CHECK(m.key == NULL);
+                CHECK_STR(m.pattern, t->pattern);
+                if (t->kind == MATCH_DEVNUM)
+                        CHECK_INT(m.devnum, makedev(t->major, t->minor));
+                formatted = device_match_to_string(&m);
+                CHECK_STR(formatted, t->formatted);
+                device_match_done(&m);
+        }
+}
+
+typedef struct MatchTestCase {
+        const char *match;
+        const char *name;
+        unsigned major, minor;
+        const char *const *properties;
+        bool expected;
+} MatchTestCase;
+
+/* sda with one partition sda1 carrying a filesystem: the properties of both. */
+static const char *const sda_props[] = {
+        "DEVTYPE=disk",
+        "ID_WWN=0x5000c500a1b2c3d4",
+        "ID_SERIAL=WDC_WD40EFRX_1234",
+        "DEVTYPE=partition",
+        "ID_FS_TYPE=ext4",
+        "ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef",
+        "ID_FS_UUID_ENC=01234567-89ab-cdef-0123-456789abcdef",
+        NULL,
+};
+
+static const MatchTestCase match_test_cases[] = {
+        { "zram*", "zram0", 252, 0, NULL, true },
+        { "zram*", "zram", 252, 0, NULL, true },
+        { "zram*", "loop0", 7, 0, NULL, false },
+        { "loop[0-3]", "loop3", 7, 3, NULL, true },
+        { "loop[0-3]", "loop4", 7, 4, NULL, false },
+        { "loop[0-3]", "loop10", 7, 10, NULL, false },
+        { "sd?", "sda", 8, 0, sda_props, true },
+        { "sd?", "sdaa", 65, 160, NULL, false },
+        { "7:0", "loop0", 7, 0, NULL, true },
+        { "7:0", "loop1", 7, 1, NULL, false },
+        { "8:0", "sda", 8, 0, sda_props, true },
+        { "ID_WWN=0x5000c500a1b2c3d4", "sda", 8, 0, sda_props, true },
+        { "ID_WWN=0x5000*", "sda", 8, 0, sda_props, true },
+        { "ID_WWN=0x6000*", "sda", 8, 0, sda_props, false },
+        { "ID_WWN=0x5000c500a1b2c3d4", "sdb", 8, 16, NULL, false },
+        /* a property of a partition of the disk */
+        { "ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef", "sda", 8, 0, sda_props, true },
+        { "ID_FS_TYPE=ext4", "sda", 8, 0, sda_props, true },
+        { "ID_FS_TYPE=xfs", "sda", 8, 0, sda_props, false },
+        { "DEVTYPE=partition", "sda", 8, 0, sda_props, true },
+        /* the key must match exactly, not as a prefix */
+        { "ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef", "sda", 8, 0,
+          (const char *const[]){ "ID_FS_UUID_ENC=01234567-89ab-cdef-0123-456789abcdef", NULL }, false },
+        { "ID_FS=*", "sda", 8, 0, sda_props, false },
+        { "ID_SERIAL=*1234", "sda", 8, 0, sda_props, true },
+};
+
+static void test_match_test(void) {
+        for (size_t i = 0; i < ELEMENTSOF(match_test_cases); i++) {
+                const MatchTestCase *t = &match_test_cases[i];
+                DeviceMatch m = {};
+                DeviceIdentity id = {
+                        .name = t->name,
+                        .devnum = makedev(t->major, t->minor),
+                        .properties = (char *const *) t->properties,
+                };
+
+                CHECK_INT(device_match_parse(t->match, &m, NULL), 0);
+                if (device_match_test(&m, &id) != t->expected) {
+                        fprintf(stderr, "%s:%d: [Device %s] on %s: expected %s\n", __FILE__, __LINE__,
+                                t->match, t->name, t->expected ? "match" : "no match");
+                        tests_failed++;
+                }
+                device_match_done(&m);
+        }
+}
+
+/* ---- settings and Devices= ---- */
+
+static void test_device_settings(void) {
+        static const char text[] = "[Device sd*]\n" /* 1 */
+                                   "StableWrites=off\n"
+                                   "[Device ID_FS_TYPE=ext4]\n" /* 3 */
+                                   "StableWrites=on\n"
+                                   "Force=yes\n"
+                                   "[Device sda]\n" /* 6 */
+                                   "Force=no\n"
+                                   "[Device 8:16]\n" /* 8 */
+                                   "Force=yes\n";
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        const DeviceRule *setting_rule, *force_rule;
+        Setting setting;
+        bool force;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 0);
+        CHECK_INT(c.n_rules, 4);
+
+        /* sda: sd* says off, the ext4 partition says on + force, sda says force=no */
+        config_device_settings(&c, &(DeviceIdentity){ "sda", makedev(8, 0), (char *const *) sda_props },
+                               &setting, &force, &setting_rule, &force_rule);
+        CHECK_INT(setting, SETTING_ON);
+        CHECK(!force);
+        CHECK(setting_rule && setting_rule->line == 3);
+        CHECK(force_rule && force_rule->line == 6);
+        CHECK_STR(setting_rule ? setting_rule->file : NULL, "mem");
+
+        /* sdb: only sd* and 8:16 */
+        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, &force,
+                               &setting_rule, &force_rule);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(force);
+        CHECK(setting_rule && setting_rule->line == 1);
+        CHECK(force_rule && force_rule->line == 8);
+
+        /* vda: nothing */
+        config_device_settings(&c, &(DeviceIdentity){ "vda", makedev(254, 0), NULL }, &setting, &force,
+                               &setting_rule, &force_rule);
+        CHECK_INT(setting, SETTING_AUTO);
+        CHECK(!force);
+        CHECK(setting_rule == NULL);
+        CHECK(force_rule == NULL);
+
+        /* optional outputs */
+        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, NULL, NULL,
+                               NULL);
+        CHECK_INT(setting, SETTING_OFF);
+}
+
+static void test_managed(void) {
+        static const struct {
+                const char *devices; /* Devices= value, NULL for none */
+                const char *name;
+                bool expected;
+        } t[] = {
+                { NULL, "sda", true },
+                { NULL, "zram0", true },
+                { "sd* nvme0n1", "sda", true },
+                { "sd* nvme0n1", "nvme0n1", true },
+                { "sd* nvme0n1", "nvme1n1", false },
+                { "sd* nvme0n1", "vda", false },
+                { "loop[0-3]", "loop2", true },
+                { "loop[0-3]", "loop12", false },
+                { "", "sda", true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                _cleanup_(config_diags_done) ConfigDiags diags = {};
+                _cleanup_(config_done) Config c = {};
+                _cleanup_free_ char *text = NULL;
+
+                CHECK_INT(config_init_defaults(&c), 0);
+                if (t[i].devices) {
+                        text = strdup_printf("[Manager]\nDevices=%s\n", t[i].devices);
+                        CHECK_INT(config_parse_buffer(&c, "mem", text, strlen(text), &diags), 0);
+                        CHECK_INT(diags.n, 0);
+                }
+                if (config_device_is_managed(&c, t[i].name) != t[i].expected) {
+                        fprintf(stderr, "%s:%d: Devices=%s, %s: expected %s\n", __FILE__, __LINE__,
+                                t[i].devices ?: "(unset)", t[i].name,
+                                t[i].expected ? "managed" : "not managed");
+                        tests_failed++;
+                }
+        }
+}
+
+/* ---- the rest of the API ---- */
+
+static void test_strings(void) {
+        for (PolicyMode m = 0; m < _POLICY_MODE_MAX; m++)
+                CHECK_INT(policy_mode_from_string(policy_mode_to_string(m)), m);
+        for (ApplyMounted a = 0; a < _APPLY_MOUNTED_MAX; a++)
+                CHECK_INT(apply_mounted_from_string(apply_mounted_to_string(a)), a);
+        for (Setting s = 0; s < _SETTING_MAX; s++)
+                CHECK_INT(setting_from_string(setting_to_string(s)), s);
+        CHECK_STR(policy_mode_to_string(POLICY_BALANCED), "balanced");
+        CHECK_STR(apply_mounted_to_string(APPLY_MOUNTED_REMOUNT_IDLE), "remount-idle");
+        CHECK_STR(setting_to_string(SETTING_OFF), "off");
+        CHECK_INT(policy_mode_from_string("Balanced"), _POLICY_MODE_INVALID);
+        CHECK_INT(policy_mode_from_string(NULL), _POLICY_MODE_INVALID);
+        CHECK_INT(apply_mounted_from_string("remount"), _APPLY_MOUNTED_INVALID);
+        CHECK_INT(setting_from_string("yes"), _SETTING_INVALID);
+        CHECK(policy_mode_to_string(_POLICY_MODE_MAX) == NULL);
+        CHECK(setting_to_string(_SETTING_INVALID) == NULL);
+}
+
+static void test_diags_print(void) {
+        static const char text[] = "[Manager]\nPolicy=x\nFoo=1\n";
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *out = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "a.conf", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(config_parse_file(&c, "/nonexistent/b.conf", &diags), 0);
+        CHECK_INT(diags.n, 3);
+        CHECK_INT(config_diags_errors(&diags), 2);
+
+        f = open_memstream(&out, &size);
+        CHECK(f != NULL);
+        if (!f)
+                return;
+        config_diags_print(&diags, f);
+        fclose(f);
+        CHECK_STR(out, "a.conf:2: error: invalid Policy= value \"x\": expected observe, latency, "
+                       "balanced or integrity; ignoring this line\n"
+                       "a.conf:3: warning: unknown key Foo= in [Manager]; ignoring it\n"
+                       "/nonexistent/b.conf: error: cannot read: No such file or directory; "
+                       "ignoring this file\n");
+}
+
+static void test_buffer(void) {
+        /* Not NUL-terminated, no final newline, a NUL byte, many bad lines. */
+        static const char text[] = "[Manager]\nPolicy=latency\n\0\nRescanSec=30XXXX";
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        _cleanup_free_ char *many = NULL;
+        size_t n = 0;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1 - 4, &diags), 0);
+        CHECK_INT(diags.n, 1);
+        CHECK_INT(diags.n > 0 ? diags.items[0].line : 0, 3);
+        check_valid_lines_applied(&c);
+
+        /* At most 1000 problems per file are recorded, plus one line saying so. */
+        config_diags_done(&diags);
+        many = malloc(3000 * 4);
+        CHECK(many != NULL);
+        if (!many)
+                return;
+        for (size_t i = 0; i < 3000; i++) {
+                memcpy(many + n, "xyz\n", 4);
+                n += 4;
+        }
+        CHECK_INT(config_parse_buffer(&c, "many", many, n, &diags), 0);
+        CHECK_INT(diags.n, 1001);
+        CHECK_CONTAINS(diags.n > 0 ? diags.items[diags.n - 1].message : NULL, "too many problems");
+
+        config_diags_done(&diags);
+        CHECK_INT(config_parse_buffer(&c, NULL, NULL, 0, &diags), 0);
+        CHECK_INT(diags.n, 0);
+}
+
+/* The shipped conf/stablepages.conf: it parses cleanly as shipped, and also with every
+ * "#Key=" and "#[Section]" line uncommented, which proves that it shows the defaults, names
+ * every [Manager] key, and that its [Device] examples are valid. Built when the build
+ * passes -DSHIPPED_CONFIG="path". */
+static void test_shipped_config(void) {
+#ifdef SHIPPED_CONFIG
+        _cleanup_free_ char *text = NULL, *active = NULL;
+        size_t size = 0, n = 0, manager_keys = 0;
+        bool in_examples = false;
+
+        CHECK_INT(read_full_file(SHIPPED_CONFIG, 1024 * 1024, &text, &size), 0);
+        if (!text)
+                return;
+
+        for (int pass = 0; pass < 2; pass++) {
+                _cleanup_(config_diags_done) ConfigDiags diags = {};
+                _cleanup_(config_done) Config c = {};
+                const char *data = pass == 0 ? text : active;
+
+                CHECK_INT(config_init_defaults(&c), 0);
+                CHECK_INT(config_parse_buffer(&c, SHIPPED_CONFIG, data, strlen(data), &diags), 0);
+                config_diags_print(&diags, stderr);
+                CHECK_INT(diags.n, 0);
+                CHECK_INT(c.policy, POLICY_BALANCED);
+                CHECK(c.devices == NULL);
+                CHECK_INT(c.apply_mounted, APPLY_MOUNTED_NEXT_MOUNT);
+                CHECK_INT(c.rescan_usec, 60 * USEC_PER_SEC);
+                CHECK_INT(c.stall_budget_usec, 100 * USEC_PER_MSEC);
+                CHECK_INT(c.stall_window_usec, 300 * USEC_PER_SEC);
+                CHECK_INT(c.stall_calm_usec, 1800 * USEC_PER_SEC);
+                CHECK(c.metrics_file == NULL);
+                CHECK_INT(c.metrics_interval_usec, 15 * USEC_PER_SEC);
+                CHECK(c.never_remount == NULL);
+                if (pass == 0) {
+                        CHECK_INT(c.n_rules, 0);
+                        /* Uncomment "#Key=" and "#[" lines for the second pass. */
+                        active = malloc(size + 1);
+                        CHECK(active != NULL);
+                        if (!active)
+                                return;
+                        for (const char *p = text; *p;) {
+                                size_t k = strcspn(p, "\n") + (p[strcspn(p, "\n")] ? 1 : 0);
+                                size_t key = p[0] == '#' ? strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                         "abcdefghijklmnopqrstuvwxyz")
+                                                         : 0;
+                                bool uncomment =
+                                        p[0] == '#' && (p[1] == '[' || (key > 0 && p[1 + key] == '='));
+
+                                if (uncomment && p[1] == '[')
+                                        in_examples = true;
+                                else if (uncomment && !in_examples)
+                                        manager_keys++;
+                                memcpy(active + n, p + uncomment, k - uncomment);
+                                n += k - uncomment;
+                                p += k;
+                        }
+                        active[n] = '\0';
+                } else
+                        CHECK(c.n_rules > 0);
+        }
+        /* Every [Manager] key appears once, commented out. */
+        CHECK_INT(manager_keys, 10);
+#endif
+}
+
+int main(void) {
+        make_long_lines();
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                run_case(&cases[i]);
+        test_match_parse();
+        test_match_test();
+        test_device_settings();
+        test_managed();
+        test_strings();
+        test_diags_print();
+        test_buffer();
+        test_shipped_config();
+        return tests_finish();
+}
