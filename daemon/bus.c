@@ -804,9 +804,6 @@ int bus_service_new(Manager *m, BusService **ret) {
                 r = sd_bus_add_object_manager(b->bus, NULL, BUS_PATH);
         if (r < 0)
                 return log_error_errno(r, "Cannot register the D-Bus objects: %m");
-        r = sd_bus_request_name(b->bus, BUS_NAME, 0);
-        if (r < 0)
-                return log_error_errno(r, "Cannot take the name %s on the system bus: %m", BUS_NAME);
         r = sd_bus_attach_event(b->bus, m->event, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
@@ -815,6 +812,13 @@ int bus_service_new(Manager *m, BusService **ret) {
         manager_set_event_handler(m, on_manager_event, b);
         log_debug("Serving %s on the system bus.", BUS_NAME);
         *ret = TAKE_PTR(b);
+        return 0;
+}
+
+int bus_service_take_name(BusService *b) {
+        int r = sd_bus_request_name(b->bus, BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Cannot take the name %s on the system bus: %m", BUS_NAME);
         return 0;
 }
 

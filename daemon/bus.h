@@ -10,10 +10,14 @@
 
 typedef struct BusService BusService;
 
-/* Connects to the system bus, registers the objects, takes the name and follows the
- * Manager's events (PropertiesChanged, Applied, Refused, Reloaded). Returns 0 and *ret,
- * or -errno when the bus cannot be reached. */
+/* Connects to the system bus, registers the objects and follows the Manager's events
+ * (PropertiesChanged, Applied, Refused, Reloaded). Returns 0 and *ret, or -errno when the
+ * bus cannot be reached. */
 int bus_service_new(Manager *m, BusService **ret);
+
+/* Takes the name org.stablepages1: call once the Manager's first reconcile is done, so
+ * that the first caller sees a complete state. Returns 0 or -errno. */
+int bus_service_take_name(BusService *b);
 
 BusService *bus_service_free(BusService *b);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BusService *, bus_service_free);

@@ -22,6 +22,8 @@ int verb_daemon(const EngineOptions *o) {
         r = manager_start(m);
         if (r < 0)
                 return 1;
+        if (bus && bus_service_take_name(bus) < 0)
+                return 1;
         r = manager_run(m);
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");

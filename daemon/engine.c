@@ -133,7 +133,7 @@ static int engine_decide(Engine *e, EngineDevice *d) {
         return policy_decide(&in, &d->decision);
 }
 
-int engine_scan(Engine *e) {
+static int engine_scan_internal(Engine *e) {
         DeviceScanOptions so = {
                 .sysfs_root = e->sysfs_root,
                 .udev_data_dir = e->udev_data_dir,
@@ -170,6 +170,13 @@ int engine_scan(Engine *e) {
                         return r;
         }
         return 0;
+}
+
+int engine_scan(Engine *e) {
+        int r = engine_scan_internal(e);
+        if (r < 0)
+                engine_devices_free(e); /* never leave a half-built table behind */
+        return r;
 }
 
 EngineDevice *engine_find(Engine *e, const char *name) {

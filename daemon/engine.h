@@ -66,7 +66,8 @@ void engine_set_config(Engine *e, Config *c);
 /* Loads the runtime overrides from the runtime dir. Returns 0 or -errno. */
 int engine_load_overrides(Engine *e);
 
-/* Reads the facts of every disk and derives need and desired state. Returns 0 or -errno. */
+/* Reads the facts of every disk and derives need and desired state. Returns 0 or -errno;
+ * on failure the device tables are empty (never half-built). */
 int engine_scan(Engine *e);
 
 /* The EngineDevice for a disk or partition name, or NULL. */

@@ -33,6 +33,7 @@ static void help(void) {
                "     --kernel-release=R  Interpret facts as kernel R (testing)\n"
                "  -v --verbose         Log debug messages\n"
                "     --log-level=LEVEL Log up to LEVEL (err, warning, notice, info, debug)\n"
+               "     --log-target=TARGET  auto, console (stderr) or journal\n"
                "     --bus-introspect  Print the D-Bus interfaces as introspection XML\n",
                program_invocation_short_name, CONFIG_FILE, RUNTIME_DIR);
 }
@@ -49,6 +50,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_KERNEL_RELEASE,
                 ARG_LOG_LEVEL,
                 ARG_BUS_INTROSPECT,
+                ARG_LOG_TARGET,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -63,6 +65,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "verbose", no_argument, NULL, 'v' },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
+                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
                 {},
         };
         int c, level;
@@ -117,6 +120,18 @@ static int parse_argv(int argc, char *argv[]) {
                                 return -EINVAL;
                         }
                         log_set_max_level(level);
+                        break;
+                case ARG_LOG_TARGET:
+                        if (streq(optarg, "auto"))
+                                log_set_target(LOG_TARGET_AUTO);
+                        else if (streq(optarg, "console"))
+                                log_set_target(LOG_TARGET_STDERR);
+                        else if (streq(optarg, "journal"))
+                                log_set_target(LOG_TARGET_JOURNAL);
+                        else {
+                                log_error("--log-target= takes auto, console or journal, not \"%s\".", optarg);
+                                return -EINVAL;
+                        }
                         break;
                 case ARG_BUS_INTROSPECT:
                         bus_introspect(stdout);

@@ -315,8 +315,6 @@ int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size
                         continue;
                 if (addr != 0)
                         nonzero = true;
-                if (!strchr("tTwW", type))
-                        continue;
                 if (n_syms >= allocated) {
                         size_t a = MAX(allocated * 2, (size_t) 4096);
                         KSym *l = reallocarray(syms, a, sizeof(*l));
@@ -326,7 +324,8 @@ int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size
                         allocated = a;
                 }
                 syms[n_syms].addr = addr;
-                syms[n_syms].kind = stall_classify_caller(name);
+                /* Symbols of every type end the one before them; only text ones classify. */
+                syms[n_syms].kind = strchr("tTwW", type) ? stall_classify_caller(name) : STALL_KIND_STABLE;
                 if (syms[n_syms].kind == STALL_KIND_SKIP)
                         found_wait = true;
                 n_syms++;
@@ -889,6 +888,14 @@ uint64_t stall_probe_lost(StallProbe *p) {
         default:
                 return 0;
         }
+}
+
+uint64_t stall_probe_unmatched(StallProbe *p) {
+#if HAVE_BPF
+        if (p->mode == STALL_PROBE_BPF)
+                return p->skel->bss->unmatched;
+#endif
+        return 0;
 }
 
 int stall_probe_poll(StallProbe *p) {

@@ -192,6 +192,10 @@ const char *stall_probe_mode_reason(const StallProbe *p);
  * counts are lower bounds. Tracepoint hits that did not sleep are not waits and not lost. */
 uint64_t stall_probe_lost(StallProbe *p);
 
+/* Tracepoint hits that did not end in a sleep (the writeback completed between the check and
+ * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
+uint64_t stall_probe_unmatched(StallProbe *p);
+
 /* Tracefs mode collects by draining a ring buffer: call this periodically (every few seconds;
  * read and list call it too) so that it does not overrun. No-op in the other modes.
  * Returns 0 or -errno. */

@@ -117,7 +117,8 @@ int main(int argc, char *argv[]) {
                 printf(",\"devices\":null}\n");
                 return 0;
         }
-        printf(",\"lost\":%" PRIu64 ",\"devices\":[", stall_probe_lost(p));
+        printf(",\"lost\":%" PRIu64 ",\"unmatched\":%" PRIu64 ",\"devices\":[", stall_probe_lost(p),
+               stall_probe_unmatched(p));
         r = stall_probe_list(p, &list, &n);
         if (r < 0)
                 return log_error_errno(r, "stall_probe_list: %m"), 1;

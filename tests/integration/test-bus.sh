@@ -37,10 +37,26 @@ echo 1 > "/sys/block/$loop/queue/stable_writes"
 mkdir -p "$tmp/etc/stablepages.conf.d" "$tmp/run"
 printf '[Manager]\nDevices=%s\nRescanSec=0\n' "$loop" > "$tmp/etc/stablepages.conf"
 
-"$SPD" --config-dir="$tmp/etc" --runtime-dir="$tmp/run" >"$tmp/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do busctl --system status org.stablepages1 >/dev/null 2>&1 && break; sleep 0.05; done
-busctl --system status org.stablepages1 >/dev/null 2>&1 || { cat "$tmp/daemon.log"; echo "FAIL: daemon not on the bus"; exit 1; }
+# 0. No daemon yet: status and explain read sysfs and say so; set says it is not running.
+out=$("$CTL" --no-pager --config-dir="$tmp/etc" status "$loop" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "stablepagesd is not running: reading sysfs directly" <<<"$out" &&
+        grep -q "^$loop " <<<"$out" || fail "fallback status: rc=$rc: $out"
+out=$("$CTL" --no-pager explain "$loop" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "need none" <<<"$out" || fail "fallback explain: rc=$rc: $out"
+out=$("$CTL" set "$loop" off 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "stablepagesd is not running" <<<"$out" || fail "set without daemon: rc=$rc: $out"
+out=$("$CTL" frobnicate 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "unknown verb exited $rc, want 2"
+out=$("$CTL" set "$loop" sideways 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "bad mode exited $rc, want 2"
+
+start_daemon() {
+        "$SPD" --config-dir="$tmp/etc" --runtime-dir="$tmp/run" --log-target=console >>"$tmp/daemon.log" 2>&1 &
+        daemon_pid=$!
+        for _ in $(seq 100); do busctl --system status org.stablepages1 >/dev/null 2>&1 && return 0; sleep 0.05; done
+        cat "$tmp/daemon.log"; echo "FAIL: daemon not on the bus"; exit 1
+}
+start_daemon
 # Policy=balanced, need none: the daemon turned the loop off at start.
 [ "$(flag)" = 0 ] || fail "daemon did not apply the policy to $loop at start"
 
@@ -52,6 +68,24 @@ out=$("$CTL" set "$loop" off --apply 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$(flag)" = 0 ] || fail "root set off --apply: rc=$rc flag=$(flag): $out"
 grep -q "StableWrites=off" "$tmp/etc/stablepages.conf.d/90-stablepagesctl-$loop.conf" ||
         fail "persistent override not written as a drop-in"
+
+# 1b. monitor prints the change live; the persistent override survives a restart.
+"$CTL" monitor > "$tmp/monitor.log" 2>&1 &
+mon=$!
+sleep 0.3
+"$CTL" set "$loop" on --runtime --apply >/dev/null 2>&1
+for _ in $(seq 50); do grep -q "applied  $loop: stable writes off -> on" "$tmp/monitor.log" && break; sleep 0.05; done
+kill $mon; wait $mon 2>/dev/null
+grep -q "applied  $loop: stable writes off -> on" "$tmp/monitor.log" || fail "monitor did not show the change: $(cat "$tmp/monitor.log")"
+"$CTL" reset "$loop" --runtime || fail "reset --runtime failed"
+[ "$(flag)" = 0 ] || fail "after reset --runtime the persistent off is not back"
+kill "$daemon_pid"; wait "$daemon_pid"; rc=$?
+[ $rc -eq 0 ] || fail "daemon exited $rc on SIGTERM"
+echo 1 > "/sys/block/$loop/queue/stable_writes"
+start_daemon
+[ "$(flag)" = 0 ] || fail "persistent override not applied after a restart"
+out=$("$CTL" explain "$loop" 2>&1)
+grep -q "desired: off (config)" <<<"$out" || fail "explain after restart: $out"
 
 # 2. Unprivileged: reads work, writes are refused by polkit, the flag is unchanged.
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
@@ -124,6 +158,15 @@ out=$("$CTL" explain nosuchdisk9 2>&1); rc=$?
 [ $rc -eq 4 ] || fail "explain of a missing device exited $rc, want 4: $out"
 out=$("$CTL" explain "$loop" 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "need none" <<<"$out" || fail "explain $loop: rc=$rc: $out"
+
+# 7. reset without --runtime removes the drop-in; check-config reports file:line, exit 1.
+"$CTL" reset "$loop" || fail "reset failed"
+[ ! -e "$tmp/etc/stablepages.conf.d/90-stablepagesctl-$loop.conf" ] || fail "reset left the drop-in"
+printf '[Manager]\nPolicy=sideways\n' > "$tmp/bad.conf"
+out=$("$CTL" check-config "$tmp/bad.conf" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "$tmp/bad.conf:2: error: invalid Policy=" <<<"$out" || fail "check-config: rc=$rc: $out"
+out=$("$CTL" check-config --config-dir="$tmp/etc" 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "check-config of the good configuration: rc=$rc: $out"
 
 [ $fails -eq 0 ] || { echo "--- daemon log"; cat "$tmp/daemon.log"; echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

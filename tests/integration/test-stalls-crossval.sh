@@ -21,6 +21,13 @@
 #   5. after unmount, stable_writes=0 and mount again, the probe sees no stable-pages waits on
 #      that disk (the fsync waits remain: they do not depend on the flag).
 #
+# With STALLS_MODE=tracefs (test-stalls-tracefs.sh) the probe is forced into its tracefs
+# fallback (STABLEPAGES_STALLS_FORCE_TRACEFS=1, test only) and the same run shows that it counts
+# the waits without durations: its waits by stall-writer lie between the slow rewrites and the
+# rewrites, no duration figure is reported, fsync waits are set apart, flag 0 gives no waits,
+# and its tracefs instance is gone after it exits. STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1 then
+# shows mode "unavailable" reporting no figures at all.
+#
 # Usage: test-stalls-crossval.sh [BUILDDIR]; the helpers are found through $STALL_PROBE_DUMP and
 # $STALL_WRITER, else in BUILDDIR (default: the current directory) or BUILDDIR/tests.
 # Root only. Touches only the loop device, mount point and cgroup it creates; removes them on
@@ -28,6 +35,7 @@
 set -uo pipefail
 
 BUILDDIR=${1:-.}
+MODE=${STALLS_MODE:-bpf}
 ITERATIONS=${ITERATIONS:-40}
 IOPS=10
 SLOW_USEC=1000
@@ -41,6 +49,11 @@ find_helper() { # NAME ENVVALUE
         return 1
 }
 
+case "$MODE" in
+bpf) unset STABLEPAGES_STALLS_FORCE_TRACEFS STABLEPAGES_STALLS_FORCE_UNAVAILABLE ;;
+tracefs) export STABLEPAGES_STALLS_FORCE_TRACEFS=1; unset STABLEPAGES_STALLS_FORCE_UNAVAILABLE ;;
+*) echo "unknown STALLS_MODE=$MODE"; exit 2 ;;
+esac
 [ "$(id -u)" -eq 0 ] || skip "needs root (loop devices, mounts, cgroups, BPF)"
 for t in losetup mkfs.ext4 jq; do
         command -v "$t" >/dev/null || skip "$t is missing"
@@ -110,15 +123,21 @@ run_round() {
                 kill -0 "$dump_pid" 2>/dev/null || break
                 sleep 0.1
         done
-        if [ "$(cat "$tmp/ready" 2>/dev/null)" != bpf ]; then
+        if [ "$(cat "$tmp/ready" 2>/dev/null)" != "$MODE" ]; then
                 kill "$dump_pid" 2>/dev/null; wait "$dump_pid"; dump_pid=""
-                skip "the probe is not in BPF mode: $(cat "$tmp/$name.dump.err")"
+                skip "the probe is not in $MODE mode: $(cat "$tmp/$name.dump.err")"
         fi
         sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
                 "$WRITER" --iterations "$ITERATIONS" --slow-usec "$SLOW_USEC" "$mnt/$name.dat" \
                 > "$tmp/$name.writer" || fail "$name: the writer failed"
         kill -TERM "$dump_pid"
         wait "$dump_pid" || fail "$name: stall-probe-dump exited $?"
+        if [ "$MODE" = tracefs ]; then
+                for i in /sys/kernel/tracing/instances/stablepages-"$dump_pid" \
+                         /sys/kernel/debug/tracing/instances/stablepages-"$dump_pid"; do
+                        [ -e "$i" ] && fail "$name: the probe left its tracefs instance $i"
+                done
+        fi
         dump_pid=""
         echo "$name writer: $(cat "$tmp/$name.writer")"
         jq -c --arg dev "$devnum" '{mode, lost} + {disk: ([.devices[] | select(.dev == $dev)][0] // null)}' \
@@ -136,28 +155,40 @@ mount_with 1 || { echo "FAIL: mount with stable_writes=1"; exit 1; }
 run_round on
 slow=$(writer_field on slow)
 median=$(writer_field on median_usec)
-probe_slow=$(probe_field on '[(.hist // [])[10:][]] | add // 0')
 waits=$(probe_field on '[.comms[] | select(.comm == "stall-writer") | .count] | add // 0')
-p50=$(probe_field on '.p50_usec // 0')
 sync=$(probe_field on '.sync_count // 0')
 classified=$(probe_field on '.classified // false')
 tol=$(( slow * 5 / 100 )); [ "$tol" -lt 1 ] && tol=1
-echo "flag 1: writer: $slow of $ITERATIONS rewrites > 1 ms, median $median us;" \
-     "probe: $probe_slow waits >= 1024 us (tolerance $tol), $waits waits by stall-writer," \
-     "p50 <= $p50 us, $sync fsync waits set apart (classified: $classified)"
 [ "$slow" -ge $((ITERATIONS / 2)) ] ||
         fail "only $slow of $ITERATIONS rewrites were slow: the throttle did not bite, nothing to compare"
-diff=$(( probe_slow > slow ? probe_slow - slow : slow - probe_slow ))
-[ "$diff" -le "$tol" ] || fail "probe waits >= 1 ms: $probe_slow, writer slow rewrites: $slow: off by $diff > $tol"
 [ "$waits" -ge $((slow - tol)) ] && [ "$waits" -le "$ITERATIONS" ] ||
         fail "probe waits by stall-writer $waits outside [$((slow - tol)), $ITERATIONS]"
-if [ "$p50" -le 0 ] || [ "$median" -le 0 ] || [ $((p50 * 2)) -lt "$median" ] || [ "$p50" -gt $((median * 2)) ]; then
-        fail "probe p50 $p50 us not within a factor of 2 of the writer's median $median us"
-fi
 if [ "$classified" = true ]; then
         [ "$sync" -ge 1 ] || fail "the writer's fsync waits were not counted as data-integrity waits"
 fi
 [ "$(jq .lost "$tmp/on.json")" = 0 ] || fail "the probe lost waits: $(jq .lost "$tmp/on.json")"
+
+if [ "$MODE" = bpf ]; then
+        probe_slow=$(probe_field on '[(.hist // [])[10:][]] | add // 0')
+        p50=$(probe_field on '.p50_usec // 0')
+        echo "flag 1: writer: $slow of $ITERATIONS rewrites > 1 ms, median $median us;" \
+             "probe: $probe_slow waits >= 1024 us (tolerance $tol), $waits waits by stall-writer," \
+             "p50 <= $p50 us, $sync fsync waits set apart (classified: $classified)"
+        diff=$(( probe_slow > slow ? probe_slow - slow : slow - probe_slow ))
+        [ "$diff" -le "$tol" ] ||
+                fail "probe waits >= 1 ms: $probe_slow, writer slow rewrites: $slow: off by $diff > $tol"
+        if [ "$p50" -le 0 ] || [ "$median" -le 0 ] || [ $((p50 * 2)) -lt "$median" ] ||
+           [ "$p50" -gt $((median * 2)) ]; then
+                fail "probe p50 $p50 us not within a factor of 2 of the writer's median $median us"
+        fi
+else
+        echo "flag 1: writer: $slow of $ITERATIONS rewrites > 1 ms, median $median us;" \
+             "probe (tracefs): $waits waits by stall-writer, $sync fsync waits set apart" \
+             "(classified: $classified)"
+        [ "$(probe_field on '.durations')" = false ] || fail "tracefs mode claims durations"
+        [ "$(probe_field on 'has("p50_usec") or has("hist") or has("sum_usec")')" = false ] ||
+                fail "tracefs mode reports duration figures it did not measure"
+fi
 
 # 5: flag 0 at mount: no stable-pages waits on that disk.
 mount_with 0 || { echo "FAIL: mount with stable_writes=0"; exit 1; }
@@ -167,6 +198,13 @@ echo "flag 0: writer: $(writer_field off slow) of $ITERATIONS rewrites > 1 ms, m
      "$(writer_field off median_usec) us; probe: $total0 stable-pages waits," \
      "$(probe_field off '.sync_count // 0') fsync waits"
 [ "$total0" = 0 ] || fail "the probe saw $total0 stable-pages waits on $devnum with stable_writes=0 at mount"
+
+if [ "$MODE" = tracefs ]; then
+        out=$(STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1 "$DUMP" --duration 0 2>/dev/null)
+        echo "forced unavailable: $out"
+        [ "$(jq -r .mode <<<"$out")" = unavailable ] && [ "$(jq -c .devices <<<"$out")" = null ] ||
+                fail "mode unavailable must report no figures: $out"
+fi
 
 [ "$fails" -eq 0 ] && echo "PASS" || echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
