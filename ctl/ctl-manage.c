@@ -81,7 +81,8 @@ int verb_apply(int argc, char **argv) {
                 r = sd_bus_message_append(m, "t", arg_remount ? APPLY_FLAG_REMOUNT : UINT64_C(0));
         if (r < 0)
                 return log_error_errno(r, "Cannot build the call: %m"), EXIT_FAIL;
-        r = sd_bus_call(bus, m, 0, &error, &reply);
+        /* A cycle waits for the unmount to write the filesystem's dirty data back. */
+        r = sd_bus_call(bus, m, arg_remount ? 10 * 60 * USEC_PER_SEC : 0, &error, &reply);
         if (r < 0)
                 return ctl_call_error("apply", &error, r);
 
@@ -127,7 +128,13 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 printf("applied  %s: stable writes %s -> %s: %s\n", name, a ? "on" : "off", b ? "on" : "off", s);
         else if (streq(member, "Refused") && sd_bus_message_read(m, "ss", &name, &s) >= 0)
                 printf("refused  %s: %s\n", name, s);
-        else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0)
+        else if (streq(member, "RemountFinished")) {
+                const char *target = "", *device = "";
+                uint64_t usec = 0;
+                if (sd_bus_message_read(m, "ssbts", &target, &device, &a, &usec, &s) >= 0)
+                        printf("remount  %s on %s: %s (%.1f ms): %s\n", target, device, a ? "ok" : "FAILED",
+                               (double) usec / 1000.0, s);
+        } else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0)
                 printf("reloaded %s\n", a ? "ok" : "with errors, kept the last good configuration");
         else if (streq(member, "PropertiesChanged")) {
                 _cleanup_free_ char *dev = NULL;

@@ -7,6 +7,7 @@
 #include "bus.h"
 #include "config-build.h"
 #include "log.h"
+#include "remount.h"
 #include "util.h"
 
 struct BusService {
@@ -467,6 +468,119 @@ static int method_reset_device_policy(sd_bus_message *m, void *userdata, sd_bus_
         return authorize(b, m, reset_device_policy_authorized, error);
 }
 
+/* Apply() with the remount flag: the results of the flag writes, completed by those of the
+ * cycles when they are all over. */
+typedef struct ApplyEntry {
+        char *disk;
+        bool ok, changed, value;
+        char *message;
+} ApplyEntry;
+
+typedef struct PendingApply {
+        sd_bus_message *call;
+        ApplyEntry *entries;
+        size_t n, outstanding;
+} PendingApply;
+
+static void pending_apply_free(PendingApply *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                free(p->entries[i].disk);
+                free(p->entries[i].message);
+        }
+        free(p->entries);
+        sd_bus_message_unref(p->call);
+        free(p);
+}
+
+static int pending_apply_reply(PendingApply *p) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(p->call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sbbbs)");
+        for (size_t i = 0; r >= 0 && i < p->n; i++)
+                r = sd_bus_message_append(reply, "(sbbbs)", p->entries[i].disk, p->entries[i].ok,
+                                          p->entries[i].changed, p->entries[i].value, p->entries[i].message ?: "");
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        return r;
+}
+
+/* One disk's cycles are over: each filesystem's sentence goes on a line of its own. */
+static void on_remount_done(Manager *m, const RemountResult *results, size_t n, void *userdata) {
+        PendingApply *p = userdata;
+
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < p->n; j++) {
+                        ApplyEntry *e = &p->entries[j];
+                        char *s;
+                        if (!streq(e->disk, results[i].disk))
+                                continue;
+                        s = strdup_printf("%s\n%s", e->message ?: "", results[i].message);
+                        if (s) {
+                                free(e->message);
+                                e->message = s;
+                        }
+                        e->ok = e->ok && results[i].ok;
+                        break;
+                }
+        if (--p->outstanding > 0)
+                return;
+        int r = pending_apply_reply(p);
+        if (r < 0)
+                log_debug_errno(r, "Cannot send the reply of Apply: %m");
+        pending_apply_free(p);
+}
+
+/* Applies the flags, then queues the cycles and replies when they are over. */
+static int apply_remount(BusService *b, sd_bus_message *m, char **disks, sd_bus_error *error) {
+        PendingApply *p = calloc(1, sizeof(PendingApply));
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        p->call = sd_bus_message_ref(m);
+        p->entries = calloc(strv_length(disks) + 1, sizeof(ApplyEntry));
+        if (!p->entries) {
+                pending_apply_free(p);
+                return -ENOMEM;
+        }
+        STRV_FOREACH(disk, disks) {
+                _cleanup_(apply_result_done) ApplyResult res = {};
+                int k = manager_apply_device(b->manager, *disk, &res);
+                if (k == -ENOMEM) {
+                        pending_apply_free(p);
+                        return k;
+                }
+                ApplyEntry *e = &p->entries[p->n++];
+                *e = (ApplyEntry){ .disk = strdup(*disk), .ok = k >= 0, .changed = res.changed,
+                                   .value = res.new_value == 1,
+                                   .message = strdup(res.message ?: (k < 0 ? strerror(-k) : "")) };
+                if (!e->disk || !e->message) {
+                        pending_apply_free(p);
+                        return -ENOMEM;
+                }
+        }
+        /* Callbacks come from the event loop; the extra count keeps the reply until all are queued. */
+        p->outstanding = p->n + 1;
+        for (size_t i = 0; i < p->n; i++) {
+                r = manager_remount_device(b->manager, p->entries[i].disk, on_remount_done, p);
+                if (r < 0) {
+                        char *s = strdup_printf("%s\n%s: cannot queue the cycle: %s", p->entries[i].message,
+                                                p->entries[i].disk, strerror(-r));
+                        if (s) {
+                                free(p->entries[i].message);
+                                p->entries[i].message = s;
+                        }
+                        p->entries[i].ok = false;
+                        p->outstanding--;
+                }
+        }
+        on_remount_done(b->manager, NULL, 0, p); /* drops the extra count; replies if all are done */
+        return 1;
+}
+
 static int apply_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_strv_free_ char **names = NULL, **disks = NULL;
@@ -494,6 +608,8 @@ static int apply_authorized(BusService *b, sd_bus_message *m, sd_bus_error *erro
                         if (d->managed && d->decision.desired >= 0 && strv_extend(&disks, d->facts->name) < 0)
                                 return -ENOMEM;
                 }
+        if (flags & APPLY_FLAG_REMOUNT)
+                return apply_remount(b, m, disks, error);
 
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
@@ -528,10 +644,6 @@ static int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         if (flags & ~APPLY_FLAGS_ALL)
                 return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
                                    flags & ~APPLY_FLAGS_ALL);
-        if (flags & APPLY_FLAG_REMOUNT)
-                return reply_error(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                   "The unmount and mount cycle is not implemented yet: pending filesystems take "
-                                   "the new state at their next mount");
         STRV_FOREACH(n, names) {
                 r = find_device(b, *n, &d, error);
                 if (r < 0)
@@ -628,6 +740,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                  0),
         SD_BUS_SIGNAL_WITH_NAMES("Refused", "ss", SD_BUS_PARAM(name) SD_BUS_PARAM(reason), 0),
         SD_BUS_SIGNAL_WITH_NAMES("Reloaded", "bas", SD_BUS_PARAM(ok) SD_BUS_PARAM(problems), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("RemountFinished", "ssbts",
+                                 SD_BUS_PARAM(target) SD_BUS_PARAM(device) SD_BUS_PARAM(ok)
+                                         SD_BUS_PARAM(duration_usec) SD_BUS_PARAM(message),
+                                 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -771,6 +887,12 @@ static void on_manager_event(Manager *m, const ManagerEvent *ev, void *userdata)
                                                d->decision.reason ?: "");
                 break;
         }
+        case MANAGER_REMOUNT_FINISHED:
+                if (ev->remount)
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "RemountFinished", "ssbts",
+                                               ev->remount->target, ev->remount->disk, ev->remount->ok,
+                                               ev->remount->duration_usec, ev->remount->message);
+                break;
         case MANAGER_RELOADED:
                 r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Reloaded", "bas", true, 0);
                 if (r >= 0)

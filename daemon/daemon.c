@@ -29,5 +29,11 @@ int verb_daemon(const EngineOptions *o) {
                 log_error_errno(r, "Event loop failed: %m");
                 return 1;
         }
+        /* SIGTERM ends the loop with 0; a lost bus (sd_bus_set_exit_on_disconnect()) with
+         * EXIT_FAILURE, which must reach systemd for Restart=on-failure. */
+        if (r > 0) {
+                log_error("Lost the connection to the system bus, exiting.");
+                return 1;
+        }
         return 0;
 }

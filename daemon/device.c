@@ -211,10 +211,15 @@ static int read_udev_properties(const DeviceScanOptions *o, dev_t devnum, char *
         f = fopen(p, "re");
         if (!f)
                 return 0; /* not known to udev: normal without udev */
-        while (fgets(line, sizeof line, f))
-                if (startswith(line, "E:") && !strv_contains(*l, strstrip_trailing(line + 2)) &&
+        for (bool tail = false; fgets(line, sizeof line, f);) {
+                /* A line longer than the buffer comes in pieces: skip it whole, so that the
+                 * tail of a long value is never taken for a property of its own. */
+                bool piece = !strchr(line, '\n') && !feof(f), skip = tail || piece;
+                tail = piece;
+                if (!skip && startswith(line, "E:") && !strv_contains(*l, strstrip_trailing(line + 2)) &&
                     strv_extend(l, line + 2) < 0)
                         return -ENOMEM;
+        }
         return 0;
 }
 

@@ -203,6 +203,13 @@ static int fail(ApplyResult *ret, int error, char *message) {
         return message ? error : -ENOMEM;
 }
 
+/* True when the disk is gone from sysfs, or going: removed while we looked at it or wrote
+ * to it. The kernel removes queue/ first (del_gendisk), then the disk's directory. */
+static bool disk_removed(const Engine *e, const char *name) {
+        _cleanup_free_ char *p = strdup_printf("%s/block/%s/queue", e->sysfs_root, name);
+        return p && access(p, F_OK) < 0 && errno == ENOENT;
+}
+
 int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
         DeviceFacts *f = d->facts;
         const PolicyDecision *dec = &d->decision;
@@ -217,6 +224,12 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                 ret->message = strdup_printf("%s: left as it is (%s)", f->name, dec->reason);
                 return ret->message ? 0 : -ENOMEM;
         }
+        /* Unreadable or unparsable (recorded by device.c) is not the same as absent. */
+        STRV_FOREACH (err, f->errors)
+                if (f->stable_writes == ATTR_ABSENT && startswith(*err, "queue/stable_writes:"))
+                        return fail(ret, -EIO, strdup_printf("%s: %s", f->name, *err));
+        if (f->stable_writes == ATTR_ABSENT && disk_removed(e, f->name))
+                return fail(ret, -ENODEV, strdup_printf("%s: the disk was removed", f->name));
         if (f->stable_writes == ATTR_ABSENT)
                 return fail(ret, -EOPNOTSUPP,
                             strdup_printf("%s: the kernel has no queue/stable_writes for this device",
@@ -230,6 +243,9 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                         log_warning_errno(r, "%s: cannot record the kernel's original flag in %s: %m",
                                           f->name, e->runtime_dir);
                 r = sysfs_write_string(e->sysfs_root, attr, value);
+                if (r == -ENOENT && disk_removed(e, f->name))
+                        return fail(ret, -ENODEV,
+                                    strdup_printf("%s: the disk was removed while being applied", f->name));
                 if (r < 0)
                         return fail(ret, r,
                                     strdup_printf("%s: cannot write %s to queue/stable_writes: %s",

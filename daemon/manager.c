@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "manager.h"
+#include "remount.h"
 #include "util.h"
 
 static void snapshot_done(DeviceSnapshot *s) {
@@ -121,6 +122,8 @@ static int manager_apply_all(Manager *m) {
                 EngineDevice *d = manager_device(m, i);
                 if (d->decision.desired < 0)
                         continue; /* observe, unmanaged: nothing to write */
+                if (remount_holds(m->remount, d->facts->name))
+                        continue; /* a cycle owns the flag until it is over */
                 if (manager_apply_one(m, d, NULL) == -ENOMEM)
                         return -ENOMEM;
         }
@@ -226,8 +229,11 @@ static void manager_notify_status(Manager *m, const char *extra) {
 static void manager_publish(Manager *m) {
         int r;
 
-        if (m->scanned)
+        if (m->scanned) {
                 mount_tracker_update_pending(m->mounts, &m->engine);
+                if (m->remount)
+                        remount_annotate(m->remount);
+        }
 
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 const EngineDevice *d = &m->engine.devices[i];
@@ -284,6 +290,8 @@ int manager_reconcile(Manager *m) {
         manager_publish(m);
         if (r < 0)
                 return log_oom();
+        if (m->remount && m->engine.config.apply_mounted == APPLY_MOUNTED_REMOUNT_IDLE)
+                remount_auto(m->remount);
         return 0;
 }
 
@@ -376,8 +384,12 @@ static int manager_arm_rescan(Manager *m) {
 static void log_diags(const ConfigDiags *d) {
         for (size_t i = 0; i < d->n; i++) {
                 const ConfigDiag *c = &d->items[i];
-                log_full(c->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s:%u: %s", c->file, c->line,
-                         c->message);
+                if (c->line > 0)
+                        log_full(c->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s:%u: %s", c->file,
+                                 c->line, c->message);
+                else /* the file as a whole, as config_diags_print() shows it */
+                        log_full(c->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s: %s", c->file,
+                                 c->message);
         }
 }
 
@@ -489,10 +501,19 @@ int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
                 return r;
         }
         d = manager_find_device(m, name);
-        r = d ? manager_apply_one(m, d, ret) : -ENODEV;
+        if (d && remount_holds(m->remount, d->facts->name)) {
+                ret->message = strdup_printf("%s: an unmount and mount cycle of its filesystem is in progress",
+                                             d->facts->name);
+                r = ret->message ? -EBUSY : -ENOMEM;
+        } else
+                r = d ? manager_apply_one(m, d, ret) : -ENODEV;
         q = manager_apply_all(m);
         manager_publish(m);
         return r == -ENOMEM ? r : q < 0 ? q : r;
+}
+
+int manager_remount_device(Manager *m, const char *name, manager_remount_done_t done, void *userdata) {
+        return m->remount ? remount_request(m->remount, name, done, userdata) : -ENODEV;
 }
 
 void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata) {
@@ -587,6 +608,9 @@ int manager_start(Manager *m) {
         r = mount_tracker_new(m->event, m->engine.runtime_dir, on_mounts_changed, m, &m->mounts);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow mount table changes: %m");
+        r = remount_new(m, &m->remount);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
 
         r = manager_reconcile(m);
         if (r < 0)
@@ -609,6 +633,7 @@ int manager_run(Manager *m) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        remount_free(m->remount); /* first: waits for a cycle in progress */
         sd_event_source_disable_unref(m->uevent_delay);
         sd_event_source_disable_unref(m->rescan);
         mount_tracker_free(m->mounts);

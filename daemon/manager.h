@@ -22,6 +22,8 @@
 #define MANAGER_UEVENT_DELAY_USEC (50 * USEC_PER_MSEC)
 
 typedef struct Manager Manager;
+typedef struct Remounter Remounter;         /* remount.h */
+typedef struct RemountResult RemountResult; /* remount.h */
 
 typedef enum ManagerEventType {
         MANAGER_DEVICE_ADDED,   /* a disk appeared (device) */
@@ -31,6 +33,8 @@ typedef enum ManagerEventType {
         MANAGER_APPLIED,        /* we wrote queue/stable_writes, or tried and failed
                                  * (device, result) */
         MANAGER_RELOADED,       /* a new configuration is in force (no device) */
+        MANAGER_REMOUNT_FINISHED, /* an unmount + mount cycle of a filesystem ended, or was
+                                   * refused (device, remount) */
         _MANAGER_EVENT_TYPE_MAX,
 } ManagerEventType;
 
@@ -38,6 +42,7 @@ typedef struct ManagerEvent {
         ManagerEventType type;
         const char *device;        /* kernel name of the disk, NULL for MANAGER_RELOADED */
         const ApplyResult *result; /* MANAGER_APPLIED only */
+        const RemountResult *remount; /* MANAGER_REMOUNT_FINISHED only */
 } ManagerEvent;
 
 /* Told about each event after the Manager's state is updated; may read the Manager but
@@ -58,6 +63,7 @@ struct Manager {
         sd_event *event;
         UdevWatch *udev;
         MountTracker *mounts;
+        Remounter *remount; /* unmount + mount cycles; holds a disk's flag while one runs */
         sd_event_source *uevent_delay, *rescan;
 
         DeviceSnapshot *snapshots;
@@ -109,8 +115,17 @@ int manager_reset_override(Manager *m, const char *name);
 
 /* Re-reads the facts and applies the decision for one disk (or partition: its disk) now,
  * then reconciles the rest. *ret as engine_apply() for that disk. Returns what
- * engine_apply() returns, or -EINVAL/-ENODEV for a bad or unknown name. */
+ * engine_apply() returns, -EINVAL/-ENODEV for a bad or unknown name, or -EBUSY (with a
+ * message) while an unmount + mount cycle holds the disk. */
 int manager_apply_device(Manager *m, const char *name, ApplyResult *ret);
+
+/* Called once, from the event loop, with the results of a manager_remount_device() request. */
+typedef void (*manager_remount_done_t)(Manager *m, const RemountResult *results, size_t n, void *userdata);
+
+/* Queues an unmount + mount cycle for each filesystem on one disk (or partition: its disk),
+ * whatever ApplyMounted= says; see remount.h for the checks. done gets one result per
+ * filesystem. Returns 0, -EINVAL/-ENODEV for a bad or unknown name, or -ENOMEM. */
+int manager_remount_device(Manager *m, const char *name, manager_remount_done_t done, void *userdata);
 
 /* Sets the function told about device and apply events (NULL to stop). */
 void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata);

@@ -485,6 +485,16 @@ void mount_tracker_update_pending(MountTracker *t, const Engine *e) {
         }
 }
 
+void mount_tracker_forget(MountTracker *t, int id, const char *target) {
+        for (size_t i = 0; i < t->n; i++)
+                if (t->mounts[i].id == id && streq(t->mounts[i].target, target)) {
+                        tracked_mount_done(&t->mounts[i]);
+                        memmove(&t->mounts[i], &t->mounts[i + 1], sizeof(TrackedMount) * (t->n - i - 1));
+                        t->n--;
+                        return;
+                }
+}
+
 unsigned mount_tracker_count_pending(const MountTracker *t, const char *disk) {
         unsigned n = 0;
         for (size_t i = 0; i < t->n; i++)

@@ -95,6 +95,11 @@ int mount_tracker_refresh(MountTracker *t, const Engine *e, unsigned *ret_unreso
  * (once) a filesystem that runs without stable writes on a device that requires them. */
 void mount_tracker_update_pending(MountTracker *t, const Engine *e);
 
+/* Forgets the mount id on target: the caller unmounted it (the unmount + mount cycle), so
+ * that the next refresh takes a mount there for a new one even when the kernel gave it the
+ * same id and its unique id cannot be read (btrfs, another mount namespace). */
+void mount_tracker_forget(MountTracker *t, int id, const char *target);
+
 /* Number of pending mounts on disk, or on all disks when disk is NULL. */
 unsigned mount_tracker_count_pending(const MountTracker *t, const char *disk);
 

@@ -1,36 +1,42 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stall observatory's BPF side: how long writers wait for a page under writeback.
  *
- * writeback:folio_wait_writeback (older kernels: writeback:wait_on_page_writeback) fires in
- * the waiting task just before it sleeps on PG_writeback; the wait ends when sched:sched_switch
- * switches that task back in. Classic tracepoints only: no kprobes, fentry or tp_btf.
+ * The classic tracepoint writeback:folio_wait_writeback (older kernels:
+ * writeback:wait_on_page_writeback) fires in the waiting task just before it sleeps on
+ * PG_writeback; the wait ends when sched_switch switches that task back in. Tracepoints only: no
+ * kprobes, fentry or tp_btf (this kernel has none of them). sched_switch is attached as a raw
+ * tracepoint: a classic one would format a perf record (two comms, pids, state) on every
+ * context switch of the machine before the program could return; the raw one hands over the
+ * task pointers and costs a call.
  *
  * Cost model: sched_switch runs on every context switch, so it first reads one global
- * (nr_waiting) and returns when no task is waiting; only then does it look up prev and next in
- * the `waiting` hash. A task that is not waiting costs nothing else.
+ * (nr_waiting) and returns when no task is waiting; only then does it read prev's and next's
+ * pid and look them up in the `waiting` hash. The wait tracepoint runs only when a task waits.
  *
  * A wait record is
  *   opened  at the tracepoint (a second hit of the same task before it slept restarts it),
- *   armed   when the task is switched out in TASK_UNINTERRUPTIBLE (D: io_schedule()),
+ *   armed   when the task is switched out, not preempted, in TASK_UNINTERRUPTIBLE (D:
+ *           io_schedule()),
  *   closed  when it is switched in again: duration = switch-in time - tracepoint time.
- * A task preempted on its way to sleep (switched out runnable) keeps its record. A record whose
- * task switches out in any other state, or sleeps in D more than STALE_NS of run time after the
- * tracepoint, belongs to a tracepoint hit that did not sleep (the writeback ended between the
- * check and the sleep): it is dropped and counted in `unmatched`.
+ * A task preempted on its way to sleep keeps its record. A record whose task switches out in
+ * any other state, or sleeps in D more than STALE_NS of run time after the tracepoint, belongs
+ * to a tracepoint hit that did not sleep (the writeback ended between the check and the
+ * sleep): it is dropped and counted in `unmatched`.
  *
  * Not every wait is a stable-pages wait: fsync() waits for writeback the same way (in
- * __filemap_fdatawait_range), so do truncation, reclaim and migration. At the tracepoint the
- * program takes a few kernel stack frames (bpf_get_stack, paid only by a waiting task) and
- * classifies the wait by its caller, the first frame outside the wait functions, against the
- * kernel text ranges user space resolved from /proc/kallsyms before loading (`ranges`):
- * STALL_KIND_SYNC, STALL_KIND_OTHER, or by default STALL_KIND_STABLE. With no ranges (kallsyms
- * unreadable) every wait is STALL_KIND_STABLE and user space says the waits are unclassified.
+ * __filemap_fdatawait_range), so do the WB_SYNC_ALL writeback loops, truncation, reclaim and
+ * migration. At the tracepoint the program takes a few kernel stack frames (bpf_get_stack, paid
+ * only by a waiting task) and classifies the wait by its caller, the first frame outside the
+ * wait functions, against the kernel text ranges user space resolved from /proc/kallsyms
+ * before loading (`ranges`): STALL_KIND_SYNC, STALL_KIND_OTHER, or by default
+ * STALL_KIND_STABLE. With no ranges (kallsyms unreadable) every wait is STALL_KIND_STABLE and
+ * user space says the waits are unclassified.
  *
- * The context structs are declared locally with preserve_access_index (CO-RE): libbpf
- * relocates the field offsets against the running kernel's BTF, so no vmlinux.h is needed.
+ * The structs are declared locally with preserve_access_index (CO-RE): libbpf relocates the
+ * field offsets against the running kernel's BTF, so no vmlinux.h is needed.
  *
- * The kernel recognises only GPL-type strings as GPL-compatible (bpf_probe_read_kernel needs
- * one); LGPL-2.1 section 3 allows this file to be used under the GPL. */
+ * The kernel recognises only GPL-type strings as GPL-compatible (bpf_probe_read_kernel and
+ * bpf_get_stack need one); LGPL-2.1 section 3 allows this file to be used under the GPL. */
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -41,7 +47,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define TASK_UNINTERRUPTIBLE_REPORT 0x2 /* "D" in sched_switch's prev_state */
+#define TASK_UNINTERRUPTIBLE 0x2
 #define STALE_NS (10ULL * 1000 * 1000)  /* run time between tracepoint and sleep, at most */
 
 struct trace_event_raw_writeback_folio_template {
@@ -52,10 +58,16 @@ struct trace_event_raw_writeback_page_template {
         char name[32];
 } __attribute__((preserve_access_index));
 
-struct trace_event_raw_sched_switch {
-        int prev_pid;
-        long prev_state;
-        int next_pid;
+struct task_struct {
+        int pid;
+} __attribute__((preserve_access_index));
+
+struct task_struct___state { /* 5.14+ */
+        unsigned int __state;
+} __attribute__((preserve_access_index));
+
+struct task_struct___state_old { /* before 5.14 */
+        long state;
 } __attribute__((preserve_access_index));
 
 struct waiting {
@@ -241,31 +253,24 @@ static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
                 __sync_fetch_and_add(&lost, 1); /* counted in hists, but no comm */
 }
 
-SEC("tracepoint/sched/sched_switch")
-int sched_switch(struct trace_event_raw_sched_switch *ctx) {
+static __always_inline int switch_common(int preempt, struct task_struct *prev, struct task_struct *next,
+                                         unsigned long prev_state) {
         struct waiting *w;
         __u32 pid;
-        __u64 now;
+        __u64 now = bpf_ktime_get_ns();
 
-        if (!nr_waiting)
-                return 0;
-
-        now = bpf_ktime_get_ns();
-
-        pid = (__u32) ctx->prev_pid;
+        pid = (__u32) BPF_CORE_READ(prev, pid);
         w = bpf_map_lookup_elem(&waiting, &pid);
         if (w && !w->armed) {
-                long state = ctx->prev_state & 0xff;
-
-                if (state == 0)
+                if (preempt)
                         ; /* preempted on the way to sleep: keep */
-                else if (state == TASK_UNINTERRUPTIBLE_REPORT && now - w->resumed_ns <= STALE_NS)
+                else if ((prev_state & TASK_UNINTERRUPTIBLE) && now - w->resumed_ns <= STALE_NS)
                         w->armed = 1;
                 else
                         drop(pid, &unmatched);
         }
 
-        pid = (__u32) ctx->next_pid;
+        pid = (__u32) BPF_CORE_READ(next, pid);
         w = bpf_map_lookup_elem(&waiting, &pid);
         if (!w)
                 return 0;
@@ -274,4 +279,29 @@ int sched_switch(struct trace_event_raw_sched_switch *ctx) {
         else
                 w->resumed_ns = now;
         return 0;
+}
+
+/* 5.18+: TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next,
+ *                 unsigned int prev_state) */
+SEC("raw_tracepoint/sched_switch")
+int sched_switch(struct bpf_raw_tracepoint_args *ctx) {
+        if (!nr_waiting)
+                return 0;
+        return switch_common(ctx->args[0], (void *) ctx->args[1], (void *) ctx->args[2],
+                             (unsigned int) ctx->args[3]);
+}
+
+/* Before 5.18 there is no prev_state argument: read the task's state. */
+SEC("raw_tracepoint/sched_switch")
+int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
+        struct task_struct *prev = (void *) ctx->args[1];
+        unsigned long state;
+
+        if (!nr_waiting)
+                return 0;
+        if (bpf_core_field_exists(((struct task_struct___state *) prev)->__state))
+                state = BPF_CORE_READ((struct task_struct___state *) prev, __state);
+        else
+                state = BPF_CORE_READ((struct task_struct___state_old *) prev, state);
+        return switch_common(ctx->args[0], prev, (void *) ctx->args[2], state);
 }

@@ -19,6 +19,7 @@
 
 #if HAVE_BPF
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "stalls.skel.h"
@@ -533,16 +534,39 @@ static int libbpf_print(enum libbpf_print_level level, const char *format, va_li
         return 0;
 }
 
+/* Arguments of the sched_switch raw tracepoint (the parameters of btf_trace_sched_switch, a
+ * pointer to a function whose first parameter is the context): 4 since 5.18, else 3. */
+static int sched_switch_nargs(void) {
+        const struct btf_type *t;
+        struct btf *btf;
+        int id, n = 3;
+
+        btf = btf__load_vmlinux_btf();
+        if (!btf)
+                return n;
+        id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+        t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+        if (t)
+                t = btf__type_by_id(btf, t->type); /* PTR */
+        if (t && btf_is_ptr(t))
+                t = btf__type_by_id(btf, t->type); /* FUNC_PROTO */
+        if (t && btf_is_func_proto(t) && btf_vlen(t) >= 1)
+                n = btf_vlen(t) - 1;
+        btf__free(btf);
+        return n;
+}
+
 static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         _cleanup_free_ char *folio = NULL, *page = NULL, *classify_error = NULL;
         size_t n_ranges = 0;
         struct stalls_bpf *skel;
-        bool has_folio, has_page;
+        bool has_folio, has_page, four_args;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
-                *ret_error = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(errno));
-                return -errno;
+                r = -errno;
+                *ret_error = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
+                return r;
         }
 
         folio = strdup_printf("%s/events/writeback/folio_wait_writeback", tracefs);
@@ -568,6 +592,9 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         }
         bpf_program__set_autoload(skel->progs.folio_wait_writeback, has_folio);
         bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !has_folio);
+        four_args = sched_switch_nargs() >= 4;
+        bpf_program__set_autoload(skel->progs.sched_switch, four_args);
+        bpf_program__set_autoload(skel->progs.sched_switch_3args, !four_args);
 
         r = stall_kallsyms_ranges("/proc/kallsyms", (struct stall_bpf_range *) skel->rodata->ranges,
                                   STALL_BPF_MAX_RANGES, &n_ranges);
@@ -617,7 +644,7 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         p->ncpus = r;
         p->skel = skel;
         p->classified = n_ranges > 0;
-        p->reason = strdup_printf("BPF tracepoints writeback:%s + sched:sched_switch, %s",
+        p->reason = strdup_printf("BPF tracepoints writeback:%s + raw sched_switch, %s",
                                   has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
                                   classify_error ?: "waits classified by caller");
         return p->reason ? 0 : -ENOMEM;

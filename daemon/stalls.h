@@ -4,13 +4,21 @@
 /* The stall observatory: how long writers wait for pages under writeback, per disk.
  *
  * A StallProbe measures in one of three modes:
- *   bpf          tracepoints writeback:folio_wait_writeback + sched:sched_switch through a
- *                libbpf skeleton: per disk a log2 histogram of wait durations, count, sum,
- *                max and the top waiting commands;
+ *   bpf          the tracepoint writeback:folio_wait_writeback (start of a wait) and the raw
+ *                tracepoint sched_switch (its end) through a libbpf skeleton: per disk a log2
+ *                histogram of wait durations, count, sum, max and the top waiting commands;
  *   tracefs      the same tracepoint enabled in a private tracefs instance and counted from its
  *                trace_pipe: counts and commands, no durations (has_durations is false);
  *   unavailable  nothing measures; the reason says why. Reads fail with -EOPNOTSUPP: never
  *                zeros that look measured.
+ *
+ * What is a stall: the tracepoint fires for every wait on a page under writeback, and most of
+ * those are not caused by stable pages: fsync() and the WB_SYNC_ALL writeback loops wait the
+ * same way, and so do truncation, reclaim and migration. Both modes classify each wait by the
+ * kernel function that called folio_wait_writeback() (BPF: bpf_get_stack against ranges from
+ * /proc/kallsyms; tracefs: the instance's stacktrace option); count, sum, max, hist and comms
+ * are the stable-pages waits only, sync_* and other_* count the rest. When classification is
+ * impossible, classified is false and every wait counts as a stable-pages wait.
  *
  * The key is the disk: the tracepoint reports the bdi name, which for a block device is the
  * whole disk's "MAJ:MIN" (partitions share it). Per-filesystem figures are derived by the
@@ -18,9 +26,13 @@
  * well: NFS and FUSE as "0:N" (the superblock's s_dev), btrfs as "btrfs-N" (devnum 0, bdi
  * name kept).
  *
+ * Windows: counters only grow (until a reset); the caller keeps a snapshot (stall_probe_read)
+ * and subtracts it from a later one (stall_stats_subtract) to get, e.g., the p99 over
+ * StallWindowSec=.
+ *
  * Histogram: bucket 0 holds waits of 0..1 us, bucket i >= 1 holds [2^i, 2^(i+1)) us, the last
- * bucket is open-ended. The pure helpers (stall_hist_*, stall_stats_*, stall_parse_*) need
- * neither BPF nor tracefs. */
+ * bucket is open-ended. The pure helpers (stall_hist_*, stall_stats_*, stall_parse_*,
+ * stall_classify_caller, stall_kallsyms_ranges) need neither BPF nor tracefs nor privileges. */
 
 /* Layout shared with stalls.bpf.c; plain C types only. */
 #define STALL_HIST_BUCKETS 32
@@ -172,7 +184,9 @@ typedef struct StallProbe StallProbe;
 
 /* Creates a probe and starts measuring: BPF when it loads and attaches, else the tracefs
  * counter, else mode "unavailable" (which is not an error: *ret is set, the reason says why).
- * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes need it).
+ * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes need it: libbpf
+ * looks the classic tracepoint's id up there). Needs CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN) for
+ * BPF, root for tracefs.
  * Test only: STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
  * skips both. Returns 0 or -ENOMEM. */
 int stall_probe_new(StallProbe **ret);
@@ -184,8 +198,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
 
 StallProbeMode stall_probe_mode(const StallProbe *p);
 
-/* Why this mode: "BPF tracepoints writeback:folio_wait_writeback + sched:sched_switch", or what
- * failed on the way ("BPF: ...; tracefs: ..."). Never NULL. */
+/* Why this mode, for status: "BPF tracepoints writeback:folio_wait_writeback + raw sched_switch,
+ * waits classified by caller", or what failed on the way ("BPF: ...; tracefs: ..."). Never
+ * NULL. */
 const char *stall_probe_mode_reason(const StallProbe *p);
 
 /* Waits seen but not recorded (a map full, tracefs ring buffer overrun): when non-zero the

@@ -241,14 +241,17 @@ int state_load_mount_records(const char *dir, MountRecords *ret) {
         if (r < 0)
                 return r;
         for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                char sb[32], src[32], origin[16], fstype[256], target[4096];
+                /* fstype and target are as long as they are: escaped, a target of PATH_MAX
+                 * bytes takes up to four times as many. */
+                _cleanup_free_ char *fstype = NULL, *target = NULL;
+                char sb[32], src[32], origin[16];
                 unsigned long long since, unique, mntns;
                 int id, effective;
                 MountRecord rec = {};
 
                 line++;
-                if (sscanf(l, "%d %31s %31s %d %15s %llu %llu %llu %255s %4095s", &id, sb, src, &effective,
-                           origin, &since, &unique, &mntns, fstype, target) != 10 ||
+                if (sscanf(l, "%d %31s %31s %d %15s %llu %llu %llu %ms %ms", &id, sb, src, &effective,
+                           origin, &since, &unique, &mntns, &fstype, &target) != 10 ||
                     parse_devnum(sb, &rec.devnum) < 0 || parse_devnum(src, &rec.source_devnum) < 0 ||
                     (effective != 0 && effective != 1) ||
                     (rec.origin = effective_origin_from_string(origin)) < 0 || unescape(fstype) < 0 ||

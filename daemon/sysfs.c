@@ -9,13 +9,20 @@
 int sysfs_read_string(const char *root, const char *path, char **ret) {
         _cleanup_free_ char *p = path_join(root, path);
         _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_close_ int fd = -EBADF;
         char buf[4096];
 
         if (!p)
                 return -ENOMEM;
-        f = fopen(p, "re");
+        /* O_NONBLOCK: something else than an attribute in its place (a FIFO under a test
+         * root) must not block the daemon's only thread. */
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "r");
         if (!f)
                 return -errno;
+        TAKE_FD(fd);
         if (!fgets(buf, sizeof buf, f)) {
                 if (ferror(f))
                         return errno > 0 ? -errno : -EIO;
@@ -43,7 +50,7 @@ int sysfs_write_string(const char *root, const char *path, const char *value) {
 
         if (!p)
                 return -ENOMEM;
-        fd = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        fd = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
         ssize_t k = write(fd, value, n);

@@ -3,7 +3,9 @@
  * bounce one byte over two pipes for SECONDS (each round trip is two context switches when
  * both share a CPU) and print "round_trips=N seconds=S round_trips_per_sec=R".
  * Usage: probe-overhead-pingpong SECONDS */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,11 +48,15 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         if (pid == 0) {
+                close(ab[1]);
+                close(ba[0]);
                 while (read(ab[0], &c, 1) == 1)
                         if (write(ba[1], &c, 1) != 1)
                                 _exit(1);
                 _exit(0);
         }
+        close(ab[0]);
+        close(ba[1]);
         start = now();
         do {
                 for (int i = 0; i < 1000; i++) {

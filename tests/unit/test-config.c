@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 
 #include "config.h"
+#include "fake-sysfs.h"
 #include "tests.h"
 #include "util.h"
 
@@ -200,6 +201,21 @@ static void check_device_rules(const Config *c) {
         CHECK_INT(c->rules[3].force, 0);
         CHECK_CONTAINS(c->rules[3].file, "conf.d/50-dev.conf");
         CHECK_INT(c->rules[3].line, 2);
+}
+
+static void check_duplicate_devices(const Config *c) {
+        DeviceIdentity id = { .name = "loop7", .devnum = makedev(7, 7) };
+        const DeviceRule *setting_rule = NULL, *force_rule = NULL;
+        Setting setting;
+        bool force;
+
+        /* Three [Device loop7] sections in two files: each key from the last that sets it. */
+        CHECK_INT(c->n_rules, 3);
+        config_device_settings(c, &id, &setting, &force, &setting_rule, &force_rule);
+        CHECK_INT(setting, SETTING_ON);
+        CHECK(force);
+        CHECK(setting_rule && strstr(setting_rule->file, "10-a.conf") && setting_rule->line == 1);
+        CHECK(force_rule && force_rule->line == 1 && strstr(force_rule->file, "/stablepages.conf"));
 }
 
 static void check_max_line(const Config *c) {
@@ -425,6 +441,42 @@ static const Case cases[] = {
           { ERR("10-dangling.conf", 0, "dangling symlink"), ERR("20-dir.conf", 0, "Is a directory"),
             ERR("30-loop.conf", 0, "Too many levels of symbolic links"),
             ERR("40-chardev.conf", 0, "not a regular file") },
+          check_valid_lines_applied },
+        { "values out of range",
+          { TEXT("main", "[Manager]\n"
+                         "RescanSec=99999999999999999999\n"
+                         "StallBudgetMSec=600001\n"
+                         "StallWindowSec=0\n"
+                         "MetricsIntervalSec=0\n"
+                         "StallCalmSec=604801\n"
+                         "RescanSec=0x10\n"
+                         "RescanSec=-9223372036854775808\n"
+                         "Policy=latency\n"
+                         "RescanSec=30\n") },
+          { ERR("main", 2,
+                "invalid RescanSec= value \"99999999999999999999\": expected a whole number of "
+                "seconds from 0 to 86400"),
+            ERR("main", 3, "invalid StallBudgetMSec= value \"600001\""),
+            ERR("main", 4, "invalid StallWindowSec= value \"0\": expected a whole number of seconds from 1"),
+            ERR("main", 5, "invalid MetricsIntervalSec= value \"0\""),
+            ERR("main", 6, "invalid StallCalmSec= value \"604801\""),
+            ERR("main", 7, "invalid RescanSec= value \"0x10\""),
+            ERR("main", 8, "invalid RescanSec= value \"-9223372036854775808\"") },
+          check_valid_lines_applied },
+        { "duplicated [Device] sections",
+          { TEXT("main", "[Device loop7]\nForce=yes\nStableWrites=off\n[Device loop7]\nStableWrites=auto\n"),
+            TEXT("10-a.conf", "[Device loop7]\nStableWrites=off\nStableWrites=on\n") },
+          {},
+          check_duplicate_devices },
+        { "symlink loops among drop-ins",
+          { TEXT("main", "[Manager]\nPolicy=latency\n"),
+            { "10-a.conf", FILE_SYMLINK, "20-b.conf" },
+            { "20-b.conf", FILE_SYMLINK, "10-a.conf" },
+            { "30-up.conf", FILE_SYMLINK, "../conf.d/./30-up.conf" },
+            TEXT("50-ok.conf", "[Manager]\nRescanSec=30\n") },
+          { ERR("10-a.conf", 0, "cannot read: Too many levels of symbolic links"),
+            ERR("20-b.conf", 0, "cannot read: Too many levels of symbolic links"),
+            ERR("30-up.conf", 0, "cannot read: Too many levels of symbolic links") },
           check_valid_lines_applied },
         { "unreadable main file",
           { { "main", FILE_DIR }, TEXT("10-a.conf", "[Manager]\nRescanSec=30\n") },
@@ -950,6 +1002,77 @@ static void test_shipped_config(void) {
 #endif
 }
 
+/* The drop-in directory itself is a symlink loop, a file, or (as an unprivileged user)
+ * unreadable; the main file is unreadable: each is reported, the rest applies. */
+static int load_dir(const char *dir, Config *c, ConfigDiags *diags) {
+        _cleanup_free_ char *main_file = path_join(dir, "stablepages.conf"), *dropins = path_join(dir, "conf.d");
+        return config_load(main_file, dropins, c, diags);
+}
+
+static bool has_diag(const ConfigDiags *d, const char *file_suffix, unsigned line, const char *text) {
+        for (size_t i = 0; i < d->n; i++) {
+                size_t fl = strlen(d->items[i].file), sl = strlen(file_suffix);
+                if (d->items[i].level == DIAG_ERROR && d->items[i].line == line && fl >= sl &&
+                    streq(d->items[i].file + fl - sl, file_suffix) && strstr(d->items[i].message, text))
+                        return true;
+        }
+        config_diags_print(d, stderr);
+        return false;
+}
+
+static int load_unreadable(void *userdata) {
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+
+        CHECK_INT(load_dir(userdata, &c, &diags), 0);
+        CHECK_INT(diags.n, 2);
+        CHECK(has_diag(&diags, "/stablepages.conf", 0, "cannot read: Permission denied"));
+        CHECK(has_diag(&diags, "/conf.d", 0, "cannot read directory: Permission denied"));
+        CHECK_INT(c.policy, POLICY_BALANCED);
+        return tests_failed > 0 ? -EBADMSG : 0;
+}
+
+static void test_unusable_dropin_dir(void) {
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        char *dir = tree_new();
+
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nRescanSec=30\n");
+        tree_symlink(dir, "conf.d", "conf.d");
+        CHECK_INT(load_dir(dir, &c, &diags), 0);
+        CHECK_INT(diags.n, 1);
+        CHECK(has_diag(&diags, "/conf.d", 0, "cannot read directory: Too many levels of symbolic links"));
+        check_valid_lines_applied(&c);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        tree_rm(dir, "conf.d");
+        tree_put(dir, "conf.d", "a file");
+        CHECK_INT(load_dir(dir, &c, &diags), 0);
+        CHECK(has_diag(&diags, "/conf.d", 0, "cannot read directory: Not a directory"));
+        check_valid_lines_applied(&c);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* The main file a symlink loop, as well. */
+        tree_rm(dir, "stablepages.conf");
+        tree_symlink(dir, "stablepages.conf", "stablepages.conf");
+        CHECK_INT(load_dir(dir, &c, &diags), 0);
+        CHECK(has_diag(&diags, "/stablepages.conf", 0, "cannot read: Too many levels of symbolic links"));
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* Unreadable for the daemon's user: mode 000 (checked as nobody: root ignores it). */
+        tree_rm(dir, "stablepages.conf");
+        tree_rm(dir, "conf.d");
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\n");
+        tree_put(dir, "conf.d/10-a.conf", "[Manager]\nPolicy=latency\n");
+        tree_chmod(dir, "stablepages.conf", 0);
+        tree_chmod(dir, "conf.d", 0);
+        CHECK_INT(run_in_child(load_unreadable, dir, true), 0);
+        tree_free(dir);
+}
+
 int main(void) {
         make_long_lines();
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
@@ -962,5 +1085,6 @@ int main(void) {
         test_diags_print();
         test_buffer();
         test_shipped_config();
+        test_unusable_dropin_dir();
         return tests_finish();
 }

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# shellcheck shell=bash
+# Helpers of the unmount + mount cycle tests (test-remount-*.sh), on top of lib.sh: a private
+# system bus, writeback throttling and the stall measurement (as test-daemon-effective.sh),
+# the host's view of a mount, files with checksums. Source after lib.sh and sp_setup.
+
+RM_IOPS=20
+RM_REWRITES=20
+
+# rm_require TOOL...: skips the test when a tool is missing.
+rm_require() {
+        local t
+        for t in "$@"; do
+                command -v "$t" >/dev/null || sp_skip "$t is not installed"
+        done
+}
+
+# rm_fs_usable FS: true when mkfs.FS exists and the kernel has FS.
+rm_fs_usable() {
+        command -v "mkfs.$1" >/dev/null || return 1
+        grep -qw "$1" /proc/filesystems || modprobe "$1" 2>/dev/null || true
+        grep -qw "$1" /proc/filesystems
+}
+
+# rm_mkfs FS DEV: makes a filesystem, quietly.
+rm_mkfs() {
+        case $1 in
+        ext4) mkfs.ext4 -q -F "$2" ;;
+        xfs) mkfs.xfs -q -f "$2" ;;
+        btrfs) mkfs.btrfs -q -f "$2" ;;
+        *) "mkfs.$1" "$2" ;;
+        esac >/dev/null 2>&1 || sp_fail "mkfs.$1 $2 failed"
+}
+
+# A private system bus (bus-lib.sh, without polkit: root is allowed without it) that the
+# daemon started next uses; stopped at exit.
+rm_bus_start() {
+        rm_require dbus-daemon busctl
+        # shellcheck disable=SC2034 # used by bus-lib.sh
+        tmp=$SP_TMP
+        # shellcheck source=bus-lib.sh
+        source "$SP_SRCDIR/bus-lib.sh"
+        sp_defer bus_stop
+        bus_start --no-polkit || sp_fail "cannot start a private system bus"
+        SP_DAEMON_ENV="${SP_DAEMON_ENV:-} DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"
+}
+
+# Waits until the daemon owns its name on the bus.
+rm_wait_bus() {
+        sp_wait_for 5000 "org.stablepages1 on the bus" busctl --system status org.stablepages1 >/dev/null
+}
+
+# Follows the daemon's signals (stablepagesctl monitor) into $SP_TMP/monitor.log.
+rm_monitor_start() {
+        "$RM_CTL" --no-pager monitor >"$SP_TMP/monitor.log" 2>&1 &
+        sp_defer "kill $!"
+        sp_wait_for 3000 "stablepagesctl monitor" grep -q Monitoring "$SP_TMP/monitor.log" >/dev/null
+}
+
+# Writeback throttling: cgroup v1 blkio (mounted under the test's temp dir when it is not
+# mounted yet), else cgroup v2 io.max when the io controller is enabled.
+rm_cg_setup() {
+        local v1 root
+        v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)blkio(,|$)/ { print $2; exit }' /proc/self/mounts)
+        if [ -z "$v1" ] && grep -q '^blkio' /proc/cgroups; then
+                mkdir -p "$SP_TMP/blkio"
+                if mount -t cgroup -o blkio stablepages-test "$SP_TMP/blkio" 2>/dev/null; then
+                        sp_defer "umount '$SP_TMP/blkio'"
+                        v1=$SP_TMP/blkio
+                fi
+        fi
+        if [ -n "$v1" ] && [ -e "$v1/blkio.throttle.write_iops_device" ]; then
+                RM_CG=$v1/stablepages-remount-$$
+                mkdir "$RM_CG"
+                sp_defer "rmdir '$RM_CG'"
+                RM_CG_KIND=v1
+                return 0
+        fi
+        root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+        if [ -n "$root" ] && grep -qw io "$root/cgroup.subtree_control" 2>/dev/null; then
+                RM_CG=$root/stablepages-remount-$$
+                mkdir "$RM_CG"
+                sp_defer "rmdir '$RM_CG'"
+                RM_CG_KIND=v2
+                return 0
+        fi
+        sp_skip "no blkio throttling: neither cgroup v1 blkio nor cgroup v2 with io enabled"
+}
+
+rm_cg_throttle() { # MAJ:MIN
+        if [ "$RM_CG_KIND" = v1 ]; then
+                echo "$1 $RM_IOPS" >"$RM_CG/blkio.throttle.write_iops_device"
+        else
+                echo "$1 wiops=$RM_IOPS" >"$RM_CG/io.max"
+        fi
+}
+
+# Rewrites a page under writeback from inside the throttled cgroup; prints sp-helper's line.
+rm_measure() { # FILE
+        (
+                echo "$BASHPID" >"$RM_CG/cgroup.procs"
+                exec "$SP_HELPER" rewrite "$1" "$RM_REWRITES"
+        )
+}
+rm_field() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" <<<"$2"; }
+
+# The kernel's unique id of the mount on PATH (statx STATX_MNT_ID_UNIQUE, 6.8+; else the
+# reusable mount id), seen from the test's (the host's) mount namespace.
+rm_unique_id() {
+        python3 - "$1" <<'PY'
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+for mask in (0x4000, 0x1000):  # STATX_MNT_ID_UNIQUE, STATX_MNT_ID
+    if libc.statx(-100, sys.argv[1].encode(), 0x800, mask, buf) == 0 and \
+            int.from_bytes(buf.raw[0:4], "little") & mask:
+        print(int.from_bytes(buf.raw[144:152], "little"))
+        sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# The mountinfo line of the mount visible on PATH in the test's namespace, "" if none.
+rm_mountinfo() { awk -v t="$1" '$5 == t { l = $0 } END { print l }' /proc/self/mountinfo; }
+rm_is_mounted() { [ -n "$(rm_mountinfo "$1")" ]; }
+# The per-mount and superblock options of the mount on PATH: "VFS | FS".
+rm_options() { rm_mountinfo "$1" | awk '{ for (i = 7; $i != "-"; i++); print $6 " | " $(i + 3) }'; }
+
+# rm_fill DIR: a few files of random data in a small tree, and their checksums in
+# $SP_TMP/DIRNAME.sha256 (outside the filesystem); synced.
+rm_fill() {
+        local dir=$1 name
+        name=$(basename "$dir")
+        mkdir -p "$dir/data/sub"
+        head -c 3M /dev/urandom >"$dir/data/big"
+        head -c 123457 /dev/urandom >"$dir/data/sub/odd"
+        seq 1 20000 >"$dir/data/sub/text"
+        for i in 1 2 3 4 5; do head -c 4096 /dev/urandom >"$dir/data/page$i"; done
+        (cd "$dir" && find data -type f -print0 | sort -z | xargs -0 sha256sum) >"$SP_TMP/$name.sha256"
+        sync -f "$dir/data/big"
+}
+
+# rm_verify DIR: the files are all there with their checksums.
+rm_verify() {
+        local dir=$1 name
+        name=$(basename "$dir")
+        (cd "$dir" && sha256sum --quiet -c "$SP_TMP/$name.sha256") ||
+                sp_fail "$dir: files differ from their checksums"
+        [ "$(cd "$dir" && find data -type f | wc -l)" = "$(wc -l <"$SP_TMP/$name.sha256")" ] ||
+                sp_fail "$dir: the number of files changed"
+}
+
+# jq selector of the daemon's record of the filesystem on TARGET.
+rm_fsq() { echo ".filesystems[] | select(.target == \"$1\")"; }

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The pure safety checks of the unmount + mount cycle (daemon/remount-check.c) on mount
+ * tables written as /proc/PID/mountinfo text: what is refused and why, the options a
+ * filesystem is mounted again with, propagation, swap files, loop devices, unit names. */
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "remount-check.h"
+#include "tests.h"
+#include "util.h"
+
+/* A table like this machine's (ext4 root on vda, loop filesystems under /tmp, btrfs). */
+static const char MOUNTINFO[] =
+        "27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard\n"
+        "22 27 0:21 / /proc rw,relatime shared:2 - proc proc rw\n"
+        "40 27 254:1 / /usr rw,relatime shared:3 - ext4 /dev/vdb rw\n"
+        "41 27 254:2 / /boot rw,relatime shared:4 - ext4 /dev/vdc rw\n"
+        "48 27 7:200 / /tmp/t/idle rw,nosuid,relatime shared:10 - ext4 /dev/loop200 rw,errors=remount-ro\n"
+        "49 27 7:201 / /tmp/t/bound rw,relatime shared:11 - ext4 /dev/loop201 rw\n"
+        "50 27 7:201 /sub /tmp/t/bind rw,relatime shared:11 - ext4 /dev/loop201 rw\n"
+        "51 27 7:202 / /tmp/t/parent rw,relatime - xfs /dev/loop202 "
+        "rw,inode64,logbufs=8,logbsize=32k,noquota\n"
+        "52 51 0:50 / /tmp/t/parent/sub rw,relatime - tmpfs tmpfs rw,size=1024k\n"
+        "53 27 0:40 / /tmp/t/btrfs rw,relatime master:7 - btrfs /dev/loop203 "
+        "rw,discard=async,space_cache=v2,subvolid=5,subvol=/\n"
+        "54 27 7:204 / /tmp/t/twice rw,relatime - ext4 /dev/loop204 rw\n"
+        "55 27 7:204 / /tmp/t/twice2 rw,relatime - ext4 /dev/loop204 rw\n"
+        "56 27 7:205 / /tmp/t/over rw,relatime unbindable - ext4 /dev/loop205 rw\n"
+        "57 56 0:51 / /tmp/t/over rw,relatime - tmpfs tmpfs rw\n"
+        "58 27 7:206 / /tmp/my\\040disk rw,noexec,relatime - ext4 /dev/loop206 rw\n";
+
+static struct libmnt_table *table_from_text(const char *text) {
+        char path[] = "/tmp/test-remount.XXXXXX";
+        int fd = mkstemp(path);
+        struct libmnt_table *t = NULL;
+
+        if (fd < 0)
+                return NULL;
+        if (write(fd, text, strlen(text)) == (ssize_t) strlen(text))
+                t = mnt_new_table_from_file(path);
+        close(fd);
+        unlink(path);
+        return t;
+}
+
+/* Runs the table check for mount id; returns the reason (owned) or NULL when it passes. */
+static char *table_reason(struct libmnt_table *t, int id) {
+        RemountPlan p = {};
+        char *reason = NULL;
+
+        if (remount_plan_from_table(t, id, 0, &p) < 0)
+                return strdup("no such mount");
+        if (remount_check_table(t, &p, &reason) == 0)
+                reason = NULL;
+        remount_plan_done(&p);
+        return reason;
+}
+
+static void test_plan(struct libmnt_table *t) {
+        RemountPlan p = {};
+        char *options;
+
+        CHECK_INT(remount_plan_from_table(t, 48, 0, &p), 0);
+        CHECK_INT(p.parent_id, 27);
+        CHECK_INT(p.devnum, makedev(7, 200));
+        CHECK_INT(p.source_devnum, makedev(7, 200));
+        CHECK_STR(p.source, "/dev/loop200");
+        CHECK_STR(p.target, "/tmp/t/idle");
+        CHECK_STR(p.fstype, "ext4");
+        CHECK_STR(p.root, "/");
+        CHECK_STR(p.vfs_options, "rw,nosuid,relatime");
+        CHECK_STR(p.fs_options, "rw,errors=remount-ro");
+        CHECK_INT(p.propagation, MS_SHARED);
+        CHECK_INT(p.peer_group, 10);
+        options = remount_plan_options(&p);
+        CHECK_STR(options, "rw,nosuid,relatime,errors=remount-ro");
+        free(options);
+        remount_plan_done(&p);
+
+        /* btrfs: the superblock's anonymous device is not the block device. */
+        CHECK_INT(remount_plan_from_table(t, 53, makedev(7, 203), &p), 0);
+        CHECK_INT(p.devnum, makedev(0, 40));
+        CHECK_INT(p.source_devnum, makedev(7, 203));
+        CHECK_INT(p.propagation, MS_SLAVE);
+        CHECK_INT(p.peer_group, 0);
+        options = remount_plan_options(&p);
+        CHECK_STR(options, "rw,relatime,discard=async,space_cache=v2,subvolid=5,subvol=/");
+        free(options);
+        remount_plan_done(&p);
+
+        CHECK_INT(remount_plan_from_table(t, 51, 0, &p), 0);
+        CHECK_INT(p.propagation, 0);
+        options = remount_plan_options(&p);
+        CHECK_STR(options, "rw,relatime,inode64,logbufs=8,logbsize=32k,noquota");
+        free(options);
+        remount_plan_done(&p);
+
+        /* Escaped target. */
+        CHECK_INT(remount_plan_from_table(t, 58, 0, &p), 0);
+        CHECK_STR(p.target, "/tmp/my disk");
+        remount_plan_done(&p);
+
+        CHECK_INT(remount_plan_from_table(t, 999, 0, &p), -ENOENT);
+}
+
+static void test_table(struct libmnt_table *t) {
+        char *r;
+
+        CHECK(!(r = table_reason(t, 48))); /* idle, alone */
+        free(r);
+        CHECK(!(r = table_reason(t, 53)));
+        free(r);
+        CHECK(!(r = table_reason(t, 58)));
+        free(r);
+
+        /* A bind mount of a directory of the filesystem: another root, same superblock. */
+        r = table_reason(t, 49);
+        CHECK_CONTAINS(r, "its directory /sub is bind-mounted on /tmp/t/bind");
+        free(r);
+        /* ... and from the bind mount's side: the original is another mount. */
+        r = table_reason(t, 50);
+        CHECK_CONTAINS(r, "the filesystem is also mounted on /tmp/t/bound");
+        free(r);
+        /* The same device mounted twice: one superblock, two mounts. */
+        r = table_reason(t, 54);
+        CHECK_CONTAINS(r, "also mounted on /tmp/t/twice2");
+        free(r);
+        /* Submounts. */
+        r = table_reason(t, 51);
+        CHECK_CONTAINS(r, "it has a submount on /tmp/t/parent/sub");
+        free(r);
+        r = table_reason(t, 56);
+        CHECK_CONTAINS(r, "another filesystem is mounted over it on /tmp/t/over");
+        free(r);
+        /* The root has submounts anyway (and is refused by its name first). */
+        r = table_reason(t, 27);
+        CHECK_CONTAINS(r, "submount");
+        free(r);
+}
+
+static void test_target(void) {
+        char *never[] = { (char *) "/srv", (char *) "/tmp/t/idle", NULL };
+        char *r = NULL;
+
+        CHECK_INT(remount_check_target("/", NULL, &r), 1);
+        CHECK_CONTAINS(r, "/ is never unmounted (the root filesystem)");
+        free(r);
+        CHECK_INT(remount_check_target("/usr", NULL, &r), 1);
+        CHECK_CONTAINS(r, "/usr is never unmounted");
+        free(r);
+        CHECK_INT(remount_check_target("/boot", never, &r), 1);
+        free(r);
+        CHECK_INT(remount_check_target("/tmp/t/idle", never, &r), 1);
+        CHECK_CONTAINS(r, "listed in NeverRemount=");
+        free(r);
+        r = NULL;
+        CHECK_INT(remount_check_target("/srv/data", never, &r), 0); /* only the path itself */
+        CHECK_INT(remount_check_target("/usrx", never, &r), 0);
+        CHECK_INT(remount_check_target("/boot/efi", NULL, &r), 0);
+        CHECK(!r);
+
+        CHECK_INT(remount_check_fstype("fuseblk", &r), 1);
+        free(r);
+        r = NULL;
+        CHECK_INT(remount_check_fstype("ext4", &r), 0);
+        CHECK(!r);
+}
+
+static void test_swaps_loops(void) {
+        const char *swaps = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+                            "/dev/zram0                              partition\t4194300\t\t0\t\t100\n"
+                            "/tmp/t/idle/swap\\040file                file\t\t65532\t\t0\t\t-2\n";
+        char *r = NULL;
+
+        CHECK_INT(remount_check_swaps(swaps, "/tmp/t/idle", &r), 1);
+        CHECK_CONTAINS(r, "active swap file /tmp/t/idle/swap file");
+        free(r);
+        r = NULL;
+        CHECK_INT(remount_check_swaps(swaps, "/tmp/t/idl", &r), 0); /* a prefix is not a parent */
+        CHECK_INT(remount_check_swaps(swaps, "/tmp/t/other", &r), 0);
+        CHECK_INT(remount_check_swaps("Filename Type Size Used Priority\n", "/", &r), 0);
+        CHECK_INT(remount_check_swaps("", "/x", &r), 0);
+        CHECK(!r);
+
+        CHECK_INT(remount_check_loop_backing("loop7", "/tmp/t/idle/img", "/tmp/t/idle", &r), 1);
+        CHECK_CONTAINS(r, "backing file of /dev/loop7");
+        free(r);
+        r = NULL;
+        CHECK_INT(remount_check_loop_backing("loop7", "/tmp/t/idle2/img", "/tmp/t/idle", &r), 0);
+        CHECK_INT(remount_check_loop_backing("loop7", "", "/tmp/t/idle", &r), 0);
+        CHECK_INT(remount_check_loop_autoclear("/dev/loop7", 0, &r), 0);
+        CHECK(!r);
+        CHECK_INT(remount_check_loop_autoclear("/dev/loop7", 1, &r), 1);
+        CHECK_CONTAINS(r, "autoclear");
+        free(r);
+}
+
+static void test_options(void) {
+        CHECK(remount_options_equal("rw,relatime,errors=remount-ro", "errors=remount-ro,rw,relatime"));
+        CHECK(!remount_options_equal("rw,relatime", "rw,noatime"));
+        CHECK(!remount_options_equal("rw,relatime", "rw,relatime,nosuid"));
+        CHECK(!remount_options_equal("rw,errors=remount-ro", "rw,errors=panic"));
+        CHECK(remount_options_equal("", ""));
+        CHECK(remount_options_equal("context=\"system_u:object_r:x,y\",rw",
+                                    "rw,context=\"system_u:object_r:x,y\""));
+}
+
+static void test_propagation(void) {
+        unsigned long s[3];
+
+        CHECK_INT(remount_propagation_steps(MS_SHARED, MS_SHARED, s), 0);
+        CHECK_INT(remount_propagation_steps(0, 0, s), 0);
+        CHECK_INT(remount_propagation_steps(0, MS_SHARED, s), 1); /* private under a shared parent */
+        CHECK_INT(s[0], MS_PRIVATE);
+        CHECK_INT(remount_propagation_steps(MS_SHARED, 0, s), 1);
+        CHECK_INT(s[0], MS_SHARED);
+        CHECK_INT(remount_propagation_steps(MS_SHARED, MS_SHARED | MS_SLAVE, s), 2);
+        CHECK_INT(s[0], MS_PRIVATE);
+        CHECK_INT(s[1], MS_SHARED);
+        CHECK_INT(remount_propagation_steps(MS_SLAVE, MS_SHARED, s), 1);
+        CHECK_INT(s[0], MS_SLAVE);
+        CHECK_INT(remount_propagation_steps(MS_SLAVE | MS_SHARED, MS_SHARED, s), 2);
+        CHECK_INT(s[0], MS_SLAVE);
+        CHECK_INT(s[1], MS_SHARED);
+        CHECK_INT(remount_propagation_steps(MS_UNBINDABLE, MS_SHARED, s), 1);
+        CHECK_INT(s[0], MS_UNBINDABLE);
+
+        CHECK_INT(remount_optional_field("shared:5 master:3", "shared"), 5);
+        CHECK_INT(remount_optional_field("shared:5 master:3", "master"), 3);
+        CHECK_INT(remount_optional_field("master:12 propagate_from:2", "shared"), 0);
+        CHECK_INT(remount_optional_field(NULL, "shared"), 0);
+
+        CHECK_INT(remount_propagation_from_fields("shared:5 master:3"), MS_SHARED | MS_SLAVE);
+        CHECK_INT(remount_propagation_from_fields("master:3"), MS_SLAVE);
+        CHECK_INT(remount_propagation_from_fields("unbindable"), MS_UNBINDABLE);
+        CHECK_INT(remount_propagation_from_fields(""), 0);
+        CHECK_INT(remount_propagation_from_fields(NULL), 0);
+}
+
+static void test_unit_names(void) {
+        static const struct {
+                const char *path, *unit;
+        } cases[] = {
+                { "/", "-.mount" },
+                { "/srv", "srv.mount" },
+                { "/srv/data/", "srv-data.mount" },
+                { "//srv//./data", "srv-data.mount" },
+                { "/home/my disk", "home-my\\x20disk.mount" },
+                { "/var/lib/a-b", "var-lib-a\\x2db.mount" },
+                { "/.hidden/x.y", "\\x2ehidden-x.y.mount" },
+                { "/mnt/ä", "mnt-\\xc3\\xa4.mount" },
+        };
+        char *u = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                CHECK_INT(remount_unit_name_from_path(cases[i].path, &u), 0);
+                CHECK_STR(u, cases[i].unit);
+                free(u);
+                u = NULL;
+        }
+        CHECK_INT(remount_unit_name_from_path("relative", &u), -EINVAL);
+        CHECK_INT(remount_unit_name_from_path("/a/../b", &u), -EINVAL);
+}
+
+int main(void) {
+        struct libmnt_table *t = table_from_text(MOUNTINFO);
+
+        CHECK(t);
+        if (t) {
+                test_plan(t);
+                test_table(t);
+                mnt_unref_table(t);
+        }
+        test_target();
+        test_swaps_loops();
+        test_options();
+        test_propagation();
+        test_unit_names();
+        return tests_finish();
+}
