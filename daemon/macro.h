@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,9 +49,15 @@ static inline void closep(int *fd) {
         }
 }
 
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Returns the pointer and clears the variable, to hand ownership on. */
 #define TAKE_PTR(p)                                                                                \

@@ -553,6 +553,20 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
         return sd_event_exit(m->event, 0);
 }
 
+/* A daemon killed between writing and renaming a state file leaves the temp file behind. */
+static void remove_stale_temp_files(const Engine *e) {
+        _cleanup_free_ char *original = path_join(e->runtime_dir, "original");
+        const char *dirs[] = { e->runtime_dir, original, e->dropin_dir };
+
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                int r = dirs[i] ? unlink_stale_temp_files(dirs[i]) : 0;
+                if (r < 0)
+                        log_warning_errno(r, "Cannot clean up temp files in %s: %m", dirs[i]);
+                else if (r > 0)
+                        log_info("Removed %d temp file(s) left in %s by a writer that died", r, dirs[i]);
+        }
+}
+
 int manager_new(const EngineOptions *options, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         sigset_t mask;
@@ -567,6 +581,7 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         r = mkdir_p(m->engine.runtime_dir, 0755);
         if (r < 0)
                 return log_error_errno(r, "Cannot create %s: %m", m->engine.runtime_dir);
+        remove_stale_temp_files(&m->engine);
 
         r = engine_load_config(&m->engine);
         if (r < 0)

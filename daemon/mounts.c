@@ -220,14 +220,16 @@ static dev_t mount_source_devnum(struct libmnt_fs *fs) {
 }
 
 /* The kernel's unique id of the mount on target (6.8+), or 0. Only trusted when the path
- * leads to a filesystem of devnum (not something mounted over it). */
-static uint64_t mount_unique_id(const char *target, dev_t devnum) {
+ * leads to the mount with mountinfo id (not something mounted over it); the mount id is
+ * compared rather than the device, which btrfs reports per subvolume. */
+static uint64_t mount_unique_id(const char *target, int id) {
+        const unsigned flags = AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT | AT_SYMLINK_NOFOLLOW;
         struct statx stx;
 
-        if (!target || statx(AT_FDCWD, target, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT | AT_SYMLINK_NOFOLLOW,
-                             STATX_MNT_ID_UNIQUE, &stx) < 0)
+        if (!target || statx(AT_FDCWD, target, flags, STATX_MNT_ID, &stx) < 0 ||
+            !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != (uint64_t) id)
                 return 0;
-        if (!(stx.stx_mask & STATX_MNT_ID_UNIQUE) || makedev(stx.stx_dev_major, stx.stx_dev_minor) != devnum)
+        if (statx(AT_FDCWD, target, flags, STATX_MNT_ID_UNIQUE, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID_UNIQUE))
                 return 0;
         return stx.stx_mnt_id;
 }
@@ -340,7 +342,7 @@ static int refresh_one(MountTracker *t, const Engine *e, struct libmnt_fs *fs, b
                                 s->new_unresolved++;
                         return 0;
                 }
-                unique_id = mount_unique_id(mnt_fs_get_target(fs), devnum);
+                unique_id = mount_unique_id(mnt_fs_get_target(fs), id);
                 old = find_mount(t->mounts, t->n, id, devnum, unique_id);
                 if (!old && !t->initialized)
                         rec = find_record(t, id, devnum, mnt_fs_get_target(fs) ?: "", unique_id);

@@ -49,11 +49,6 @@ static void contextp(struct libmnt_context **c) {
         mnt_free_context(*c);
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 static void bus_unrefp(sd_bus **b) {
         sd_bus_flush_close_unref(*b);
 }
@@ -122,7 +117,7 @@ static void read_comm(pid_t pid, char *buf, size_t size) {
 
 /* Calls f(pid) for every process; stops at the first non-zero return, which it returns. */
 static int for_each_pid(int (*f)(pid_t pid, void *userdata), void *userdata) {
-        _cleanup_(closedirp) DIR *d = opendir("/proc");
+        _cleanup_closedir_ DIR *d = opendir("/proc");
         struct dirent *de;
 
         if (!d)
@@ -343,7 +338,7 @@ static int scan_process(pid_t pid, void *userdata) {
                 return note_user(u, pid, "has its root directory on it", NULL);
 
         snprintf(path, sizeof path, "/proc/%d/fd", (int) pid);
-        _cleanup_(closedirp) DIR *d = opendir(path);
+        _cleanup_closedir_ DIR *d = opendir(path);
         if (!d) {
                 if (errno == EACCES || errno == EPERM)
                         u->uninspectable++;

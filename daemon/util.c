@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -251,6 +252,32 @@ fail:;
         int r = -errno;
         (void) unlink(tmp);
         return r;
+}
+
+int unlink_stale_temp_files(const char *dir) {
+        _cleanup_closedir_ DIR *d = NULL;
+        int n = 0;
+
+        d = opendir(dir);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *suffix = strstr(de->d_name, ".tmp.");
+                char *end;
+                long pid;
+
+                if (!suffix || de->d_type != DT_REG)
+                        continue;
+                errno = 0;
+                pid = strtol(suffix + 5, &end, 10);
+                if (errno != 0 || *end != '\0' || end == suffix + 5 || pid <= 0 || pid > INT_MAX)
+                        continue;
+                if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+                        continue; /* its writer still runs (or we cannot tell) */
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        n++;
+        }
+        return n;
 }
 
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size) {

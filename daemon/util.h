@@ -81,6 +81,11 @@ bool device_name_is_valid(const char *name);
  * fsync of the directory. mode is applied to the new file. Returns 0 or -errno. */
 int write_file_atomic(const char *path, const char *data, size_t size, mode_t mode);
 
+/* Removes the temp files write_file_atomic() left in dir when its writer died (a process
+ * killed between create and rename): "NAME.tmp.PID" whose PID no longer runs. A missing dir
+ * is not an error. Returns the number removed or -errno. */
+int unlink_stale_temp_files(const char *dir);
+
 /* Reads a whole file (at most max_size bytes; -EFBIG beyond). Returns 0 or -errno. */
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
 

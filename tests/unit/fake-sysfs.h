@@ -33,6 +33,11 @@ static inline char *tree_path(const char *root, const char *rel) {
 }
 
 /* Creates the parent directories of root/rel. */
+static inline bool tree_exists(const char *root, const char *rel) {
+        _cleanup_free_ char *p = tree_path(root, rel);
+        return access(p, F_OK) == 0;
+}
+
 static inline void tree_parents(const char *root, const char *rel) {
         _cleanup_free_ char *p = tree_path(root, rel);
         char *slash = strrchr(p, '/');

@@ -7,11 +7,13 @@
 
 #include <limits.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 
 #include "fake-sysfs.h"
 #include "fault.h"
 #include "log.h"
 #include "state.h"
+#include "util.h"
 
 static char *dir;
 
@@ -146,6 +148,29 @@ static void test_original(void) {
         CHECK_INT(state_forget_original(dir, "loop9"), 0);
 }
 
+/* The temp file of a writer that died is removed at start; one of a live writer (this
+ * process, or the udev applier running now) and other files are left alone. */
+static void test_stale_temp_files(void) {
+        _cleanup_free_ char *sub = strdup_printf("%s/stale", dir), *dead = NULL, *live = NULL;
+        pid_t pid = fork();
+
+        if (pid == 0)
+                _exit(0);
+        CHECK(pid > 0);
+        CHECK(waitpid(pid, NULL, 0) == pid);
+        dead = strdup_printf("stale/overrides.tmp.%d", (int) pid);
+        live = strdup_printf("stale/overrides.tmp.%d", (int) getpid());
+        tree_put(dir, dead, "loop3 o");
+        tree_put(dir, live, "loop3 o");
+        tree_put(dir, "stale/overrides", "loop3 o");
+        tree_put(dir, "stale/x.tmp.12ab", "");
+        CHECK_INT(unlink_stale_temp_files(sub), 1);
+        CHECK(tree_exists(dir, live) && tree_exists(dir, "stale/overrides") && tree_exists(dir, "stale/x.tmp.12ab"));
+        CHECK(!tree_exists(dir, dead));
+        CHECK_INT(unlink_stale_temp_files(sub), 0);
+        CHECK_INT(unlink_stale_temp_files("/nonexistent/stablepages"), 0);
+}
+
 int main(void) {
         log_set_max_level(LOG_ERR);
         dir = tree_new();
@@ -154,6 +179,7 @@ int main(void) {
         test_overrides_atomic();
         test_failed_write_keeps_old_file();
         test_original();
+        test_stale_temp_files();
         tree_free(dir);
         return tests_finish();
 }
