@@ -197,7 +197,10 @@ static int enter_host_namespace(int anchor, dev_t devnum, const char *target, Re
         }
         if (setns(fd, CLONE_NEWNS) < 0) {
                 r = -errno;
-                report(rep, REMOUNT_FAILED, -r, "cannot enter %s: setns: %s", rep->via, strerror(-r));
+                report(rep, REMOUNT_FAILED, -r, "cannot enter %s: setns: %s%s", rep->via, strerror(-r),
+                       r == -EPERM ? " (the service's sandbox forbids it: install the drop-in "
+                                     "remount.conf, see stablepagesd(8), SANDBOX)"
+                                   : "");
                 return r;
         }
         if (!mountinfo_has("/proc/self/mountinfo", anchor, devnum, target)) {
