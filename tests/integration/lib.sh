@@ -122,6 +122,55 @@ sp_loop_destroy() {
         return 1
 }
 
+# Writeback throttling for the writer-stall measurements: cgroup v1 blkio (mounted under the
+# test's temp dir when it is not mounted yet), else cgroup v2 io.max when the io controller
+# is enabled. Sets SP_CG (the test's cgroup, removed at exit) and SP_CG_KIND (v1 or v2);
+# skips the test when neither exists.
+sp_cg_setup() {
+        local v1 root
+        v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)blkio(,|$)/ { print $2; exit }' /proc/self/mounts)
+        if [ -z "$v1" ] && grep -q '^blkio' /proc/cgroups; then
+                mkdir -p "$SP_TMP/blkio"
+                if mount -t cgroup -o blkio stablepages-test "$SP_TMP/blkio" 2>/dev/null; then
+                        sp_defer "umount '$SP_TMP/blkio'"
+                        v1=$SP_TMP/blkio
+                fi
+        fi
+        if [ -n "$v1" ] && [ -e "$v1/blkio.throttle.write_iops_device" ]; then
+                SP_CG=$v1/stablepages-test-$$
+                SP_CG_KIND=v1
+        else
+                root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+                grep -qw io "$root/cgroup.subtree_control" 2>/dev/null ||
+                        sp_skip "no blkio throttling: neither cgroup v1 blkio nor cgroup v2 with io enabled"
+                SP_CG=$root/stablepages-test-$$
+                SP_CG_KIND=v2
+        fi
+        mkdir "$SP_CG" || sp_fail "cannot create the cgroup $SP_CG"
+        sp_defer "rmdir '$SP_CG'"
+}
+
+# sp_cg_throttle MAJ:MIN IOPS: limits writes of the test's cgroup to the disk.
+sp_cg_throttle() {
+        if [ "$SP_CG_KIND" = v1 ]; then
+                echo "$1 $2" >"$SP_CG/blkio.throttle.write_iops_device"
+        else
+                echo "$1 wiops=$2" >"$SP_CG/io.max"
+        fi
+}
+
+# sp_measure FILE REWRITES: rewrites a page of FILE under writeback REWRITES times from
+# inside the throttled cgroup; prints sp-helper's result line (rewrite_avg_us=…).
+sp_measure() {
+        (
+                echo "$BASHPID" >"$SP_CG/cgroup.procs"
+                exec "$SP_HELPER" rewrite "$1" "$2"
+        )
+}
+
+# sp_field NAME LINE: the number after NAME= in LINE.
+sp_field() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" <<<"$2"; }
+
 sp_flag() { cat "/sys/block/$1/queue/stable_writes"; }
 # sp_flag_is DISK VALUE: true when queue/stable_writes of DISK reads VALUE.
 sp_flag_is() { [ "$(cat "/sys/block/$1/queue/stable_writes" 2>/dev/null)" = "$2" ]; }

@@ -57,52 +57,6 @@ rm_monitor_start() {
         sp_wait_for 3000 "stablepagesctl monitor" grep -q Monitoring "$SP_TMP/monitor.log" >/dev/null
 }
 
-# Writeback throttling: cgroup v1 blkio (mounted under the test's temp dir when it is not
-# mounted yet), else cgroup v2 io.max when the io controller is enabled.
-rm_cg_setup() {
-        local v1 root
-        v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)blkio(,|$)/ { print $2; exit }' /proc/self/mounts)
-        if [ -z "$v1" ] && grep -q '^blkio' /proc/cgroups; then
-                mkdir -p "$SP_TMP/blkio"
-                if mount -t cgroup -o blkio stablepages-test "$SP_TMP/blkio" 2>/dev/null; then
-                        sp_defer "umount '$SP_TMP/blkio'"
-                        v1=$SP_TMP/blkio
-                fi
-        fi
-        if [ -n "$v1" ] && [ -e "$v1/blkio.throttle.write_iops_device" ]; then
-                RM_CG=$v1/stablepages-remount-$$
-                mkdir "$RM_CG"
-                sp_defer "rmdir '$RM_CG'"
-                RM_CG_KIND=v1
-                return 0
-        fi
-        root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-        if [ -n "$root" ] && grep -qw io "$root/cgroup.subtree_control" 2>/dev/null; then
-                RM_CG=$root/stablepages-remount-$$
-                mkdir "$RM_CG"
-                sp_defer "rmdir '$RM_CG'"
-                RM_CG_KIND=v2
-                return 0
-        fi
-        sp_skip "no blkio throttling: neither cgroup v1 blkio nor cgroup v2 with io enabled"
-}
-
-rm_cg_throttle() { # MAJ:MIN
-        if [ "$RM_CG_KIND" = v1 ]; then
-                echo "$1 $RM_IOPS" >"$RM_CG/blkio.throttle.write_iops_device"
-        else
-                echo "$1 wiops=$RM_IOPS" >"$RM_CG/io.max"
-        fi
-}
-
-# Rewrites a page under writeback from inside the throttled cgroup; prints sp-helper's line.
-rm_measure() { # FILE
-        (
-                echo "$BASHPID" >"$RM_CG/cgroup.procs"
-                exec "$SP_HELPER" rewrite "$1" "$RM_REWRITES"
-        )
-}
-rm_field() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" <<<"$2"; }
 
 # The kernel's unique id of the mount on PATH (statx STATX_MNT_ID_UNIQUE, 6.8+; else the
 # reusable mount id), seen from the test's (the host's) mount namespace.

@@ -14,54 +14,8 @@ sp_setup "$@"
 IOPS=20
 REWRITES=20
 
-# Writeback throttling: cgroup v1 blkio (mounted under the test's temp dir when it is not
-# mounted yet), else cgroup v2 io.max when the io controller is already enabled.
-cg_setup() {
-        local v1 root
-        v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)blkio(,|$)/ { print $2; exit }' /proc/self/mounts)
-        if [ -z "$v1" ] && grep -q '^blkio' /proc/cgroups; then
-                mkdir -p "$SP_TMP/blkio"
-                if mount -t cgroup -o blkio stablepages-test "$SP_TMP/blkio" 2>/dev/null; then
-                        sp_defer "umount '$SP_TMP/blkio'"
-                        v1=$SP_TMP/blkio
-                fi
-        fi
-        if [ -n "$v1" ] && [ -e "$v1/blkio.throttle.write_iops_device" ]; then
-                CG=$v1/stablepages-test-$$
-                mkdir "$CG"
-                sp_defer "rmdir '$CG'"
-                CG_KIND=v1
-                return 0
-        fi
-        root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
-        if [ -n "$root" ] && grep -qw io "$root/cgroup.subtree_control" 2>/dev/null; then
-                CG=$root/stablepages-test-$$
-                mkdir "$CG"
-                sp_defer "rmdir '$CG'"
-                CG_KIND=v2
-                return 0
-        fi
-        sp_skip "no blkio throttling: neither cgroup v1 blkio nor cgroup v2 with io enabled"
-}
 
-cg_throttle() { # MAJ:MIN
-        if [ "$CG_KIND" = v1 ]; then
-                echo "$1 $IOPS" >"$CG/blkio.throttle.write_iops_device"
-        else
-                echo "$1 wiops=$IOPS" >"$CG/io.max"
-        fi
-}
-
-# Rewrites a page under writeback from inside the throttled cgroup; prints the result line.
-measure() { # FILE
-        (
-                echo "$BASHPID" >"$CG/cgroup.procs"
-                exec "$SP_HELPER" rewrite "$1" "$REWRITES"
-        )
-}
-field() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" <<<"$2"; }
-
-cg_setup
+sp_cg_setup
 
 declare -A LOOP BEFORE PENDING AFTER
 fss=()
@@ -98,7 +52,7 @@ for fs in "${fss[@]}"; do
         sp_wait_for 1000 "$l stable_writes=1" sp_flag_is "$l" 1 >/dev/null
         "mkfs.$fs" -q "/dev/$l" >/dev/null 2>&1 || mkfs."$fs" -q -f "/dev/$l" >/dev/null || sp_fail "mkfs.$fs failed"
         sp_mount "/dev/$l" "$SP_TMP/mnt-$fs"
-        cg_throttle "$(cat "/sys/block/$l/dev")"
+        sp_cg_throttle "$(cat "/sys/block/$l/dev")" "$IOPS"
 done
 
 fsq() { echo ".filesystems[] | select(.target == \"$SP_TMP/mnt-$1\")"; }
@@ -107,7 +61,7 @@ fsq() { echo ".filesystems[] | select(.target == \"$SP_TMP/mnt-$1\")"; }
 for fs in "${fss[@]}"; do
         sp_wait_for 1000 "$fs mount tracked as effective on" \
                 sp_state_is "$(fsq "$fs") | [.effective, .origin, .pending] | map(tostring) | join(\" \")" "on observed false" >/dev/null
-        r=$(measure "$SP_TMP/mnt-$fs/page")
+        r=$(sp_measure "$SP_TMP/mnt-$fs/page" "$REWRITES")
         sp_log "$fs, flag 1, mounted with 1:           $r"
         BEFORE[$fs]=$r
 done
@@ -126,7 +80,7 @@ for fs in "${fss[@]}"; do
         sp_wait_for 1000 "$l stable_writes=0" sp_flag_is "$l" 0 >/dev/null
         sp_wait_for 1000 "$fs mount pending" \
                 sp_state_is "$(fsq "$fs") | [.effective, (.pending | tostring), .reason] | join(\"/\")" "on/true/takes effect at next mount" >/dev/null
-        r=$(measure "$SP_TMP/mnt-$fs/page")
+        r=$(sp_measure "$SP_TMP/mnt-$fs/page" "$REWRITES")
         sp_log "$fs, flag 0, still mounted with 1:     $r  (daemon: pending)"
         PENDING[$fs]=$r
 done
@@ -137,7 +91,7 @@ for fs in "${fss[@]}"; do
         mount "/dev/${LOOP[$fs]}" "$SP_TMP/mnt-$fs"
         sp_wait_for 1000 "$fs mount effective off after the cycle" \
                 sp_state_is "$(fsq "$fs") | [.effective, .origin, (.pending | tostring)] | join(\" \")" "off observed false" >/dev/null
-        r=$(measure "$SP_TMP/mnt-$fs/page")
+        r=$(sp_measure "$SP_TMP/mnt-$fs/page" "$REWRITES")
         sp_log "$fs, flag 0, mounted again with 0:     $r  (daemon: effective off)"
         AFTER[$fs]=$r
 done
@@ -146,10 +100,10 @@ done
 # the flag says), microseconds after; and the page was really under writeback then.
 fail=0
 for fs in "${fss[@]}"; do
-        b=$(field rewrite_avg_us "${BEFORE[$fs]}")
-        p=$(field rewrite_avg_us "${PENDING[$fs]}")
-        a=$(field rewrite_avg_us "${AFTER[$fs]}")
-        w=$(field inflight_avg_us "${AFTER[$fs]}")
+        b=$(sp_field rewrite_avg_us "${BEFORE[$fs]}")
+        p=$(sp_field rewrite_avg_us "${PENDING[$fs]}")
+        a=$(sp_field rewrite_avg_us "${AFTER[$fs]}")
+        w=$(sp_field inflight_avg_us "${AFTER[$fs]}")
         sp_log "$fs: average stall per rewrite: $b us (flag 1), $p us (flag 0, pending), $a us (after umount+mount; writeback still in flight for $w us)"
         ((b >= 10000)) || { echo "FAIL: $fs: no stall measured with stable writes on ($b us)" >&2; fail=1; }
         ((p >= 10000)) || { echo "FAIL: $fs: the stall vanished before the remount ($p us)" >&2; fail=1; }

@@ -22,7 +22,7 @@ source "$SP_SRCDIR/remount-lib.sh"
 RM_CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 rm_require python3 sha256sum
 
-rm_cg_setup
+sp_cg_setup
 declare -A LOOP WANT BEFORE AFTER UID0 UID1 OPTS
 fss=()
 for fs in ext4 xfs btrfs; do
@@ -60,7 +60,7 @@ for fs in "${fss[@]}"; do
         rm_mkfs "$fs" "/dev/$l"
         sp_mount "/dev/$l" "$dir"
         rm_fill "$dir"
-        rm_cg_throttle "$(cat "/sys/block/$l/dev")"
+        sp_cg_throttle "$(cat "/sys/block/$l/dev")" "$RM_IOPS"
 done
 
 # 1. Before: the state the filesystems captured at mount.
@@ -69,7 +69,7 @@ for fs in "${fss[@]}"; do
         want_before=$([ "${WANT[$fs]}" = on ] && echo off || echo on)
         sp_wait_for 2000 "$fs tracked as effective $want_before" \
                 sp_state_is "$(rm_fsq "$dir") | [.effective, .pending] | map(tostring) | join(\" \")" "$want_before false" >/dev/null
-        BEFORE[$fs]=$(rm_measure "$dir/page")
+        BEFORE[$fs]=$(sp_measure "$dir/page" "$RM_REWRITES")
         sp_log "$fs, mounted with stable writes $want_before: ${BEFORE[$fs]}"
 done
 
@@ -126,13 +126,13 @@ sp_log_has_since 0 "unmounted and mounted again in .* ms" || sp_fail "the cycles
 
 # 4. After: the new state is the one in force.
 for fs in "${fss[@]}"; do
-        AFTER[$fs]=$(rm_measure "$SP_TMP/mnt-$fs/page")
+        AFTER[$fs]=$(sp_measure "$SP_TMP/mnt-$fs/page" "$RM_REWRITES")
         sp_log "$fs, after the cycle (stable writes ${WANT[$fs]}): ${AFTER[$fs]}"
 done
 for fs in "${fss[@]}"; do
-        b=$(rm_field rewrite_avg_us "${BEFORE[$fs]}")
-        a=$(rm_field rewrite_avg_us "${AFTER[$fs]}")
-        w=$(rm_field inflight_avg_us "${AFTER[$fs]}")
+        b=$(sp_field rewrite_avg_us "${BEFORE[$fs]}")
+        a=$(sp_field rewrite_avg_us "${AFTER[$fs]}")
+        w=$(sp_field inflight_avg_us "${AFTER[$fs]}")
         sp_log "$fs: average stall per rewrite $b us before the cycle, $a us after (writeback still in flight for $w us)"
         [ "$fs" = btrfs ] && continue
         ((b >= 10000)) || { echo "FAIL: $fs: no stall measured with stable writes on ($b us)" >&2; fail=1; }

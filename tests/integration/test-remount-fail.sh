@@ -21,7 +21,7 @@ source "$SP_SRCDIR/remount-lib.sh"
 RM_CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 rm_require python3 mkfs.ext4
 rm_fs_usable ext4 || sp_skip "no ext4 here"
-rm_cg_setup
+sp_cg_setup
 
 n=$(sp_free_loop_number)
 l=loop$n
@@ -41,7 +41,7 @@ sp_wait_for 2000 "$l stable_writes=1" sp_flag_is "$l" 1 >/dev/null
 rm_mkfs ext4 "/dev/$l"
 sp_mount "/dev/$l" "$dir"
 rm_fill "$dir"
-rm_cg_throttle "$(cat "/sys/block/$l/dev")"
+sp_cg_throttle "$(cat "/sys/block/$l/dev")" "$RM_IOPS"
 opts=$(rm_options "$dir")
 sp_dropin 50-off.conf "[Device $l]
 StableWrites=off"
@@ -66,9 +66,9 @@ sp_wait_for 2000 "effective on (old state), pending, with the reason" \
         sp_state_is "$(rm_fsq "$dir") | [.effective, (.pending | tostring), (.reason | startswith(\"takes effect at next mount (the last cycle failed: mounting it with the new state failed\") | tostring)] | join(\" \")" "on true true" >/dev/null
 sp_log_has_since 0 "error: .*mnt-fail .*THE CYCLE FAILED" || sp_fail "the failure was not logged as an error"
 sp_wait_for 2000 "RemountFinished FAILED" grep -q "^remount  $dir on $l: FAILED .*THE CYCLE FAILED" "$SP_TMP/monitor.log" >/dev/null
-m=$(rm_measure "$dir/page")
+m=$(sp_measure "$dir/page" "$RM_REWRITES")
 sp_log "after the failed cycle: $m"
-(($(rm_field rewrite_avg_us "$m") >= 10000)) || sp_fail "the filesystem does not run with its old state (stable writes on)"
+(($(sp_field rewrite_avg_us "$m") >= 10000)) || sp_fail "the filesystem does not run with its old state (stable writes on)"
 sp_log "failed mount: mounted again with the old state, files intact"
 
 # 2. Both mounts fail: left unmounted, reported loudly, retried until it is back.
