@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* status and explain: from the daemon over D-Bus, or from sysfs when it is not running. */
 #include <inttypes.h>
+#include <time.h>
 
 #include "bus-api.h"
 #include "ctl.h"
 #include "engine.h"
 #include "log.h"
+#include "policy.h"
 #include "table.h"
 #include "util.h"
 
-static const char *const status_header[] = { "DEVICE", "NEED", "KERNEL", "DESIRED", "MOUNTS", "STALL-P99", NULL };
+static const char *const status_header[] = { "DEVICE", "NEED",      "KERNEL", "DESIRED",
+                                             "MOUNTS", "STALL-P99", NULL };
 
 static void say_fallback(void) {
         fprintf(stderr, "stablepagesd is not running: reading sysfs directly "
@@ -32,7 +35,8 @@ static int local_engine(Engine *e) {
         int r = engine_init(e, &o);
         if (r < 0)
                 return log_error_errno(r, "Cannot initialize: %m");
-        if ((r = engine_load_config(e)) < 0 || (r = engine_load_overrides(e)) < 0 || (r = engine_scan(e)) < 0)
+        if ((r = engine_load_config(e)) < 0 || (r = engine_load_overrides(e)) < 0 ||
+            (r = engine_scan(e)) < 0)
                 return log_error_errno(r, "Cannot read the devices: %m");
         return 0;
 }
@@ -67,9 +71,12 @@ static int status_local(int argc, char **argv) {
                 const EngineDevice *d = &e.devices[i];
                 if (argc > 0 && !strv_contains(argv, d->facts->name))
                         continue;
-                const char *row[] = { d->facts->name, need_to_string(d->class.need),
+                const char *row[] = { d->facts->name,
+                                      need_to_string(d->class.need),
                                       kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
-                                      desired_to_string(d->decision.desired), "?", "-" };
+                                      desired_to_string(d->decision.desired),
+                                      "?",
+                                      "-" };
                 if (table_add_row(t, row) < 0)
                         return log_oom(), EXIT_FAIL;
         }
@@ -88,8 +95,8 @@ static int resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
                 const char *path;
                 _cleanup_free_ char *disk = NULL;
 
-                int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error,
-                                           &reply, "s", argv[i]);
+                int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice",
+                                           &error, &reply, "s", argv[i]);
                 if (r < 0)
                         return ctl_call_error(argv[i], &error, r);
                 r = sd_bus_message_read(reply, "o", &path);
@@ -124,11 +131,13 @@ int verb_status(int argc, char **argv) {
                 _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
                 const char *json;
 
-                r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "DumpJSON");
+                r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE,
+                                                   "DumpJSON");
                 if (r >= 0)
                         r = sd_bus_message_append_strv(m, disks);
                 if (r >= 0)
-                        r = sd_bus_message_append(m, "t", arg_json == JSON_PRETTY ? DUMP_FLAG_PRETTY : UINT64_C(0));
+                        r = sd_bus_message_append(m, "t",
+                                                  arg_json == JSON_PRETTY ? DUMP_FLAG_PRETTY : UINT64_C(0));
                 if (r < 0)
                         return log_error_errno(r, "Cannot build the call: %m"), EXIT_FAIL;
                 r = sd_bus_call(bus, m, 0, &error, &reply);
@@ -143,9 +152,18 @@ int verb_status(int argc, char **argv) {
                 return EXIT_OK;
         }
 
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply, "");
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply,
+                               "");
         if (r < 0)
                 return ctl_call_error("status", &error, r);
+        if (arg_legend) {
+                _cleanup_free_ char *mode = NULL, *why = NULL;
+                if (sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "StallProbe",
+                                               NULL, &mode) >= 0 &&
+                    sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE,
+                                               "StallProbeReason", NULL, &why) >= 0)
+                        printf("Stall probe: %s (%s)\n\n", mode, why);
+        }
         t = table_new(status_header);
         if (!t)
                 return log_oom(), EXIT_FAIL;
@@ -183,7 +201,7 @@ int verb_status(int argc, char **argv) {
 
 static void print_reasons(const char *label, char *const *reasons) {
         bool first = true;
-        STRV_FOREACH(s, reasons) {
+        STRV_FOREACH (s, reasons) {
                 printf("  %-9s%s\n", first ? label : "", *s);
                 first = false;
         }
@@ -202,12 +220,59 @@ static int explain_local(const char *name) {
         printf("%s (%s, %s): need %s\n", d->facts->name, format_devnum(d->facts->devnum, buf),
                device_kind_to_string(d->facts->kind), need_to_string(d->class.need));
         print_reasons("because:", d->class.reasons);
-        printf("  %-9sstable writes %s (queue/stable_writes=%d)\n", "kernel:",
-               kernel_state_to_string(d->facts->stable_writes, d->class.in_force), d->facts->stable_writes);
+        printf("  %-9sstable writes %s (queue/stable_writes=%d)\n",
+               "kernel:", kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
+               d->facts->stable_writes);
         printf("  %-9s%s (%s): %s\n", "desired:", desired_to_string(d->decision.desired),
                desired_source_to_string(d->decision.source), d->decision.reason);
         printf("  %-9s%s\n", "setting:", setting_to_string(d->setting));
         return EXIT_OK;
+}
+
+/* The stall lines of explain: the figures, what the policy made of them, what it learned. */
+static int explain_stalls(sd_bus *bus, const char *path, sd_bus_error *error) {
+        _cleanup_free_ char *reason = NULL, *learned = NULL, *learned_reason = NULL;
+        uint64_t count = 0, p99 = 0, max = 0, wcount = 0, since = 0;
+        int measured = 0, r;
+        char a[32], b[32];
+
+#define GET(prop, type, var)                                                                                \
+        (r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, prop, error, type,      \
+                                         var)) < 0
+        if (GET("StallMeasured", 'b', &measured) || GET("StallCount", 't', &count) ||
+            GET("StallP99USec", 't', &p99) || GET("StallMaxUSec", 't', &max) ||
+            GET("StallWindowCount", 't', &wcount) || GET("LearnedUSec", 't', &since))
+                return r;
+#undef GET
+        if ((r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "StallReason", error,
+                                            &reason)) < 0 ||
+            (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Learned", error,
+                                            &learned)) < 0 ||
+            (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "LearnedReason",
+                                            error, &learned_reason)) < 0)
+                return r;
+
+        if (!measured)
+                printf("  %-9snot measured: %s\n", "stalls:", reason);
+        else if (p99 == STALL_UNMEASURED_USEC)
+                printf("  %-9s%" PRIu64 " waits since the probe started, %" PRIu64
+                       " in the window (no durations)\n",
+                       "stalls:", count, wcount);
+        else
+                printf("  %-9s%" PRIu64 " waits since the probe started, p99 <= %s, max %s; %" PRIu64
+                       " in the window\n",
+                       "stalls:", count, format_usec(p99, a), format_usec(max, b), wcount);
+        if (measured && !isempty(reason))
+                printf("  %-9s%s\n", "cost:", reason);
+        if (!isempty(learned)) {
+                char when[64] = "?";
+                time_t t = (time_t) (since / USEC_PER_SEC);
+                struct tm tm;
+                if (localtime_r(&t, &tm))
+                        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
+                printf("  %-9s%s since %s: %s\n", "learned:", learned, when, learned_reason);
+        }
+        return 0;
 }
 
 int verb_explain(int argc, char **argv) {
@@ -223,14 +288,14 @@ int verb_explain(int argc, char **argv) {
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return explain_local(argv[0]);
 
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error, &reply, "s",
-                               argv[0]);
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error, &reply,
+                               "s", argv[0]);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
         if ((r = sd_bus_message_read(reply, "o", &path)) < 0)
                 return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
 
-#define GET_STRING(prop, var)                                                                              \
+#define GET_STRING(prop, var)                                                                               \
         (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, prop, &error, &var)) < 0
         if (GET_STRING("Name", dname) || GET_STRING("Need", need) || GET_STRING("Kind", kind) ||
             GET_STRING("DevNum", devnum) || GET_STRING("Desired", desired) ||
@@ -240,8 +305,8 @@ int verb_explain(int argc, char **argv) {
 #undef GET_STRING
         r = sd_bus_get_property_strv(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Reasons", &error, &reasons);
         if (r >= 0)
-                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "KernelFlag", &error,
-                                                'i', &flag);
+                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "KernelFlag",
+                                                &error, 'i', &flag);
         if (r >= 0)
                 r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "InForce", &error,
                                                 'b', &in_force);
@@ -253,10 +318,13 @@ int verb_explain(int argc, char **argv) {
 
         printf("%s (%s, %s): need %s\n", dname, devnum, kind, need);
         print_reasons("because:", reasons);
-        printf("  %-9sstable writes %s (queue/stable_writes=%d)\n", "kernel:",
-               kernel_state_to_string(flag, in_force), flag);
+        printf("  %-9sstable writes %s (queue/stable_writes=%d)\n",
+               "kernel:", kernel_state_to_string(flag, in_force), flag);
         printf("  %-9s%s (%s): %s\n", "desired:", desired, source, decision);
         printf("  %-9s%s\n", "setting:", setting);
+        r = explain_stalls(bus, path, &error);
+        if (r < 0)
+                return ctl_call_error(argv[0], &error, r);
 
         r = sd_bus_message_enter_container(mounts, 'a', "(sssbs)");
         for (bool first = true; r >= 0;) {
@@ -265,8 +333,8 @@ int verb_explain(int argc, char **argv) {
                 r = sd_bus_message_read(mounts, "(sssbs)", &target, &fstype, &effective, &pending, &reason);
                 if (r <= 0)
                         break;
-                printf("  %-9s%s (%s): effective %s%s%s\n", first ? "mounts:" : "", target, fstype, effective,
-                       pending ? ", pending: " : "; ", reason);
+                printf("  %-9s%s (%s): effective %s%s%s\n", first ? "mounts:" : "", target, fstype,
+                       effective, pending ? ", pending: " : "; ", reason);
                 first = false;
         }
         if (r < 0)

@@ -41,3 +41,4 @@ int verb_apply(int argc, char **argv);
 int verb_reload(int argc, char **argv);
 int verb_monitor(int argc, char **argv);
 int verb_check_config(int argc, char **argv);
+int verb_stats(int argc, char **argv);

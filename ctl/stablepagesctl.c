@@ -29,6 +29,7 @@ typedef struct Verb {
 static const Verb verbs[] = {
         { "status", 0, -1, verb_status },
         { "explain", 1, 1, verb_explain },
+        { "stats", 0, 1, verb_stats },
         { "set", 2, 2, verb_set },
         { "reset", 1, 1, verb_reset },
         { "apply", 0, -1, verb_apply },
@@ -43,6 +44,7 @@ static void help(void) {
                "Commands:\n"
                "  status [DEVICE...]        Show need, kernel state, desired state, mounts\n"
                "  explain DEVICE            Show why: the reasons chain and the decision\n"
+               "  stats [DEVICE]            Show the measured writer stalls as histograms\n"
                "  set DEVICE on|off|auto    Override the decision for a disk\n"
                "  reset DEVICE              Remove the override of a disk\n"
                "  apply [DEVICE...]         Apply the decisions now\n"

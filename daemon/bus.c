@@ -8,6 +8,7 @@
 #include "config-build.h"
 #include "log.h"
 #include "remount.h"
+#include "stalls.h"
 #include "util.h"
 
 struct BusService {
@@ -40,15 +41,32 @@ static char *device_path(const char *name) {
 /* Validates a caller's device name and finds its disk. */
 static int find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error) {
         if (!device_name_is_valid(name))
-                return reply_error(error, BUS_ERROR_INVALID_NAME,
-                                   "Invalid device name \"%.64s%s\": at most 64 characters of [A-Za-z0-9._:+-], "
-                                   "not \".\" or \"..\"",
-                                   name, strlen(name) > 64 ? "…" : "");
+                return reply_error(
+                        error, BUS_ERROR_INVALID_NAME,
+                        "Invalid device name \"%.64s%s\": at most 64 characters of [A-Za-z0-9._:+-], "
+                        "not \".\" or \"..\"",
+                        name, strlen(name) > 64 ? "…" : "");
         EngineDevice *d = manager_find_device(b->manager, name);
         if (!d)
                 return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
         *ret = d;
         return 0;
+}
+
+/* The p99 of d's waits (since start, or of the window) in *ret: 0 without waits, untouched
+ * (and -EOPNOTSUPP returned) when durations are not measured. */
+static int device_stall_p99(Manager *m, const EngineDevice *d, bool window, uint64_t *ret) {
+        StallStats total, win;
+        int r = manager_device_stalls(m, d, &total, &win, NULL);
+        if (r < 0)
+                return r;
+        const StallStats *s = window ? &win : &total;
+        if (!s->has_durations)
+                return -EOPNOTSUPP;
+        r = stall_stats_percentile(s, 0.99, ret);
+        if (r == -ENODATA)
+                *ret = 0;
+        return r == -ENODATA ? 0 : r;
 }
 
 /* --- polkit --------------------------------------------------------------------------- */
@@ -114,7 +132,8 @@ static int authorize(BusService *b, sd_bus_message *m, authorized_t run, sd_bus_
         if (r >= 0)
                 r = sd_bus_creds_get_euid(creds, &uid);
         if (r < 0)
-                return reply_error(error, BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+                return reply_error(error, BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
+                                   strerror(-r));
         if (uid == 0)
                 return run(b, m, error);
 
@@ -129,7 +148,8 @@ static int authorize(BusService *b, sd_bus_message *m, authorized_t run, sd_bus_
         if (r >= 0)
                 r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s",
                                           sd_bus_message_get_sender(m), BUS_POLKIT_ACTION, 0,
-                                          (uint32_t) sd_bus_message_get_allow_interactive_authorization(m), "");
+                                          (uint32_t) sd_bus_message_get_allow_interactive_authorization(m),
+                                          "");
         if (r >= 0)
                 r = sd_bus_call_async(b->bus, NULL, call, on_polkit_reply, p, 120 * USEC_PER_SEC);
         if (r < 0) {
@@ -149,8 +169,9 @@ static const char *mounts_summary(Manager *m, const char *disk, char *buf, size_
         if (manager_get_mounts(m, disk, &mounts) < 0)
                 return buf;
         for (const TrackedMount **t = mounts; t && *t && used < size; t++)
-                used += (size_t) snprintf(buf + used, size - used, "%s%s:%s%s", used ? " " : "", (*t)->target,
-                                          (*t)->effective ? "on" : "off", (*t)->pending ? "(pending)" : "");
+                used += (size_t) snprintf(buf + used, size - used, "%s%s:%s%s", used ? " " : "",
+                                          (*t)->target, (*t)->effective ? "on" : "off",
+                                          (*t)->pending ? "(pending)" : "");
         return buf;
 }
 
@@ -166,14 +187,16 @@ static int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *
                 EngineDevice *d = manager_device(b->manager, i);
                 _cleanup_free_ char *path = device_path(d->facts->name);
                 char mounts[1024];
+                uint64_t p99 = STALL_UNMEASURED_USEC;
                 if (!path)
                         return -ENOMEM;
-                r = sd_bus_message_append(
-                        reply, "(sossssbt)", d->facts->name, path, need_to_string(d->class.need),
-                        kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
-                        desired_to_string(d->decision.desired),
-                        mounts_summary(b->manager, d->facts->name, mounts, sizeof mounts),
-                        manager_count_pending(b->manager, d->facts->name) > 0, STALL_UNMEASURED_USEC);
+                (void) device_stall_p99(b->manager, d, false, &p99);
+                r = sd_bus_message_append(reply, "(sossssbt)", d->facts->name, path,
+                                          need_to_string(d->class.need),
+                                          kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
+                                          desired_to_string(d->decision.desired),
+                                          mounts_summary(b->manager, d->facts->name, mounts, sizeof mounts),
+                                          manager_count_pending(b->manager, d->facts->name) > 0, p99);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -195,8 +218,8 @@ static int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_err
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(ssssssbs)");
         for (const TrackedMount **t = mounts; r >= 0 && t && *t; t++)
-                r = sd_bus_message_append(reply, "(ssssssbs)", (*t)->target, (*t)->source ?: "", (*t)->fstype,
-                                          (*t)->disk ?: "", (*t)->effective ? "on" : "off",
+                r = sd_bus_message_append(reply, "(ssssssbs)", (*t)->target, (*t)->source ?: "",
+                                          (*t)->fstype, (*t)->disk ?: "", (*t)->effective ? "on" : "off",
                                           effective_origin_to_string((*t)->origin), (*t)->pending,
                                           (*t)->reason ?: "");
         if (r >= 0)
@@ -251,7 +274,7 @@ static int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *err
         if (flags & ~DUMP_FLAGS_ALL)
                 return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
                                    flags & ~DUMP_FLAGS_ALL);
-        STRV_FOREACH(n, names) {
+        STRV_FOREACH (n, names) {
                 EngineDevice *d;
                 r = find_device(b, *n, &d, error);
                 if (r < 0)
@@ -271,6 +294,7 @@ static int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *err
                         continue;
                 json_object_begin(&w);
                 engine_device_json_members(&b->manager->engine, d, &w);
+                manager_device_stalls_json(b->manager, d, &w);
                 mounts_json(b->manager, d->facts->name, &w);
                 json_object_end(&w);
         }
@@ -339,11 +363,12 @@ static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus
                            need_to_string(d->class.need));
                 (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", disk,
                                           "need is required or unknown and force was not given");
-                return reply_error(error, BUS_ERROR_REFUSED,
-                                   "refusing to turn off stable writes on %s: need is %s (%s); use --force to "
-                                   "override",
-                                   disk, need_to_string(d->class.need),
-                                   d->class.reasons ? d->class.reasons[0] : "no reason");
+                return reply_error(
+                        error, BUS_ERROR_REFUSED,
+                        "refusing to turn off stable writes on %s: need is %s (%s); use --force to "
+                        "override",
+                        disk, need_to_string(d->class.need),
+                        d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
         if (flags & SET_FLAG_RUNTIME)
@@ -351,8 +376,9 @@ static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus
         else {
                 r = write_persistent(b->manager, d, setting, force);
                 if (r < 0)
-                        return reply_error(error, BUS_ERROR_APPLY_FAILED, "%s: cannot write the drop-in in %s: %s",
-                                           disk, b->manager->engine.dropin_dir, strerror(-r));
+                        return reply_error(error, BUS_ERROR_APPLY_FAILED,
+                                           "%s: cannot write the drop-in in %s: %s", disk,
+                                           b->manager->engine.dropin_dir, strerror(-r));
                 log_info("%s: persistent override StableWrites=%s%s written to %s.", disk,
                          setting_to_string(setting), force ? " (force)" : "", b->manager->engine.dropin_dir);
                 /* A runtime override would shadow it: the newer word wins. */
@@ -376,8 +402,8 @@ static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus
                 _cleanup_(apply_result_done) ApplyResult res = {};
                 r = manager_apply_device(b->manager, disk, &res);
                 if (r < 0 && r != -ENOMEM)
-                        return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED, "%s",
-                                           res.message ?: strerror(-r));
+                        return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED,
+                                           "%s", res.message ?: strerror(-r));
                 if (r < 0)
                         return r;
         }
@@ -405,8 +431,8 @@ static int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_er
         if (r < 0)
                 return r;
         if (setting_from_string(mode) < 0)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown mode \"%.32s\": expected on, off or auto",
-                                   mode);
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
+                                   "Unknown mode \"%.32s\": expected on, off or auto", mode);
         if (flags & ~SET_FLAGS_ALL)
                 return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
                                    flags & ~SET_FLAGS_ALL);
@@ -436,8 +462,8 @@ static int reset_device_policy_authorized(BusService *b, sd_bus_message *m, sd_b
         if (!(flags & SET_FLAG_RUNTIME)) {
                 r = write_persistent(b->manager, d, SETTING_AUTO, false);
                 if (r < 0)
-                        return reply_error(error, BUS_ERROR_APPLY_FAILED, "%s: cannot remove the drop-in: %s", disk,
-                                           strerror(-r));
+                        return reply_error(error, BUS_ERROR_APPLY_FAILED,
+                                           "%s: cannot remove the drop-in: %s", disk, strerror(-r));
         }
         r = manager_reset_override(b->manager, disk);
         if (r >= 0 && !(flags & SET_FLAG_RUNTIME))
@@ -499,7 +525,8 @@ static int pending_apply_reply(PendingApply *p) {
                 r = sd_bus_message_open_container(reply, 'a', "(sbbbs)");
         for (size_t i = 0; r >= 0 && i < p->n; i++)
                 r = sd_bus_message_append(reply, "(sbbbs)", p->entries[i].disk, p->entries[i].ok,
-                                          p->entries[i].changed, p->entries[i].value, p->entries[i].message ?: "");
+                                          p->entries[i].changed, p->entries[i].value,
+                                          p->entries[i].message ?: "");
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
@@ -546,7 +573,7 @@ static int apply_remount(BusService *b, sd_bus_message *m, char **disks, sd_bus_
                 pending_apply_free(p);
                 return -ENOMEM;
         }
-        STRV_FOREACH(disk, disks) {
+        STRV_FOREACH (disk, disks) {
                 _cleanup_(apply_result_done) ApplyResult res = {};
                 int k = manager_apply_device(b->manager, *disk, &res);
                 if (k == -ENOMEM) {
@@ -554,7 +581,9 @@ static int apply_remount(BusService *b, sd_bus_message *m, char **disks, sd_bus_
                         return k;
                 }
                 ApplyEntry *e = &p->entries[p->n++];
-                *e = (ApplyEntry){ .disk = strdup(*disk), .ok = k >= 0, .changed = res.changed,
+                *e = (ApplyEntry){ .disk = strdup(*disk),
+                                   .ok = k >= 0,
+                                   .changed = res.changed,
                                    .value = res.new_value == 1,
                                    .message = strdup(res.message ?: (k < 0 ? strerror(-k) : "")) };
                 if (!e->disk || !e->message) {
@@ -594,7 +623,7 @@ static int apply_authorized(BusService *b, sd_bus_message *m, sd_bus_error *erro
                 r = sd_bus_message_read(m, "t", &flags);
         if (r < 0)
                 return r;
-        STRV_FOREACH(n, names) {
+        STRV_FOREACH (n, names) {
                 EngineDevice *d;
                 r = find_device(b, *n, &d, error);
                 if (r < 0)
@@ -605,7 +634,8 @@ static int apply_authorized(BusService *b, sd_bus_message *m, sd_bus_error *erro
         if (!names)
                 for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
                         EngineDevice *d = manager_device(b->manager, i);
-                        if (d->managed && d->decision.desired >= 0 && strv_extend(&disks, d->facts->name) < 0)
+                        if (d->managed && d->decision.desired >= 0 &&
+                            strv_extend(&disks, d->facts->name) < 0)
                                 return -ENOMEM;
                 }
         if (flags & APPLY_FLAG_REMOUNT)
@@ -614,13 +644,14 @@ static int apply_authorized(BusService *b, sd_bus_message *m, sd_bus_error *erro
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(sbbbs)");
-        STRV_FOREACH(disk, disks) {
+        STRV_FOREACH (disk, disks) {
                 _cleanup_(apply_result_done) ApplyResult res = {};
                 int k = manager_apply_device(b->manager, *disk, &res);
                 if (k == -ENOMEM)
                         return k;
                 if (r >= 0)
-                        r = sd_bus_message_append(reply, "(sbbbs)", *disk, k >= 0, res.changed, res.new_value == 1,
+                        r = sd_bus_message_append(reply, "(sbbbs)", *disk, k >= 0, res.changed,
+                                                  res.new_value == 1,
                                                   res.message ?: (k < 0 ? strerror(-k) : ""));
         }
         if (r >= 0)
@@ -644,7 +675,7 @@ static int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         if (flags & ~APPLY_FLAGS_ALL)
                 return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
                                    flags & ~APPLY_FLAGS_ALL);
-        STRV_FOREACH(n, names) {
+        STRV_FOREACH (n, names) {
                 r = find_device(b, *n, &d, error);
                 if (r < 0)
                         return r;
@@ -676,6 +707,97 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return authorize(userdata, m, reload_authorized, error);
 }
 
+/* --- stalls ------------------------------------------------------------------------------ */
+
+static int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        StallStats total = {}, win = {};
+        const char *name, *reason = NULL;
+        EngineDevice *d;
+        uint64_t p50 = STALL_UNMEASURED_USEC, p99 = STALL_UNMEASURED_USEC, wp99 = STALL_UNMEASURED_USEC;
+
+        int r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        bool measured = manager_device_stalls(b->manager, d, &total, &win, &reason) >= 0;
+        bool durations = measured && total.has_durations;
+        if (durations) {
+                if (stall_stats_percentile(&total, 0.5, &p50) == -ENODATA)
+                        p50 = 0;
+                (void) device_stall_p99(b->manager, d, false, &p99);
+                (void) device_stall_p99(b->manager, d, true, &wp99);
+        }
+        const Manager *mgr = b->manager;
+        uint64_t na = STALL_UNMEASURED_USEC;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(
+                        reply, "sbbtttt", stall_probe_mode_to_string(stall_probe_mode(mgr->probe)), measured,
+                        durations, measured ? total.count : na, durations ? total.sum_usec : na,
+                        durations ? total.max_usec : na, p50);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "t", p99);
+        if (r >= 0)
+                r = sd_bus_message_append_array(reply, 't', total.hist, durations ? sizeof total.hist : 0);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(st)");
+        for (size_t i = 0; r >= 0 && measured && i < total.n_comms; i++)
+                r = sd_bus_message_append(reply, "(st)", total.comms[i].comm, total.comms[i].count);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "tttttts",
+                                          measured && total.classified ? total.sync_count : na,
+                                          measured && total.classified ? total.other_count : na,
+                                          mgr->engine.config.stall_window_usec, measured ? win.count : na,
+                                          wp99, durations ? win.max_usec : na,
+                                          measured ? reason ?: "" : stall_probe_mode_reason(mgr->probe));
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int reset_stalls_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
+        const char *name;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        r = manager_reset_stalls(b->manager, name);
+        if (r == -EOPNOTSUPP)
+                return reply_error(error, SD_BUS_ERROR_NOT_SUPPORTED, "No stall probe is running: %s",
+                                   stall_probe_mode_reason(b->manager->probe));
+        if (r == -ENODEV)
+                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(m, "");
+}
+
+static int method_reset_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        const char *name;
+        EngineDevice *d;
+
+        int r = sd_bus_message_read(m, "s", &name);
+        if (r < 0)
+                return r;
+        if (!isempty(name)) {
+                r = find_device(b, name, &d, error);
+                if (r < 0)
+                        return r;
+        }
+        return authorize(b, m, reset_stalls_authorized, error);
+}
+
 /* --- Manager properties ----------------------------------------------------------------- */
 
 static int property_get_manager(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -691,17 +813,24 @@ static int property_get_manager(sd_bus *bus, const char *path, const char *inter
                 return sd_bus_message_append(reply, "s", apply_mounted_to_string(c->apply_mounted));
         if (streq(property, "StallBudgetUSec"))
                 return sd_bus_message_append(reply, "t", c->stall_budget_usec);
+        if (streq(property, "StallProbe"))
+                return sd_bus_message_append(
+                        reply, "s", stall_probe_mode_to_string(stall_probe_mode(b->manager->probe)));
+        if (streq(property, "StallProbeReason"))
+                return sd_bus_message_append(reply, "s",
+                                             b->manager->probe ? stall_probe_mode_reason(b->manager->probe)
+                                                               : "the probe is not started");
         if (streq(property, "NDevices"))
                 return sd_bus_message_append(reply, "u", (uint32_t) manager_n_devices(b->manager));
         if (streq(property, "ConfigProblems")) {
                 const ConfigDiags *d = &b->manager->engine.diags;
                 int r = sd_bus_message_open_container(reply, 'a', "s");
                 for (size_t i = 0; r >= 0 && i < d->n; i++) {
-                        _cleanup_free_ char *s = d->items[i].line > 0
-                                                         ? strdup_printf("%s:%u: %s", d->items[i].file,
-                                                                         d->items[i].line, d->items[i].message)
-                                                         : strdup_printf("%s: %s", d->items[i].file,
-                                                                         d->items[i].message);
+                        _cleanup_free_ char *s =
+                                d->items[i].line > 0
+                                        ? strdup_printf("%s:%u: %s", d->items[i].file, d->items[i].line,
+                                                        d->items[i].message)
+                                        : strdup_printf("%s: %s", d->items[i].file, d->items[i].message);
                         r = s ? sd_bus_message_append(reply, "s", s) : -ENOMEM;
                 }
                 return r < 0 ? r : sd_bus_message_close_container(reply);
@@ -715,9 +844,13 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Version", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Policy", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ApplyMounted", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("StallBudgetUSec", "t", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ConfigProblems", "as", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("StallBudgetUSec", "t", property_get_manager, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ConfigProblems", "as", property_get_manager, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("NDevices", "u", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("StallProbe", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("StallProbeReason", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_NAMES("ListDevices", NULL, , "a(sossssbt)", SD_BUS_PARAM(devices),
                                  method_list_devices, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListFilesystems", NULL, , "a(ssssssbs)", SD_BUS_PARAM(filesystems),
@@ -726,19 +859,32 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_get_device, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("DumpJSON", "ast", SD_BUS_PARAM(names) SD_BUS_PARAM(flags), "s",
                                  SD_BUS_PARAM(json), method_dump_json, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("SetDevicePolicy", "sst", SD_BUS_PARAM(name) SD_BUS_PARAM(mode) SD_BUS_PARAM(flags),
-                                 "s", SD_BUS_PARAM(message), method_set_device_policy,
-                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES(
+                "SetDevicePolicy", "sst", SD_BUS_PARAM(name) SD_BUS_PARAM(mode) SD_BUS_PARAM(flags), "s",
+                SD_BUS_PARAM(message), method_set_device_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ResetDevicePolicy", "st", SD_BUS_PARAM(name) SD_BUS_PARAM(flags), NULL, ,
                                  method_reset_device_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Apply", "ast", SD_BUS_PARAM(names) SD_BUS_PARAM(flags), "a(sbbbs)",
                                  SD_BUS_PARAM(results), method_apply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", NULL, NULL, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_SIGNAL_WITH_NAMES("Applied", "sbbs",
-                                 SD_BUS_PARAM(name) SD_BUS_PARAM(old_value) SD_BUS_PARAM(new_value)
-                                         SD_BUS_PARAM(reason),
-                                 0),
+        SD_BUS_METHOD_WITH_NAMES(
+                "GetStalls", "s", SD_BUS_PARAM(name), "sbbtttttata(st)tttttts",
+                SD_BUS_PARAM(mode) SD_BUS_PARAM(measured) SD_BUS_PARAM(durations) SD_BUS_PARAM(count)
+                        SD_BUS_PARAM(sum_usec) SD_BUS_PARAM(max_usec) SD_BUS_PARAM(p50_usec) SD_BUS_PARAM(
+                                p99_usec) SD_BUS_PARAM(hist) SD_BUS_PARAM(comms) SD_BUS_PARAM(sync_count)
+                                SD_BUS_PARAM(other_count) SD_BUS_PARAM(window_usec)
+                                        SD_BUS_PARAM(window_count) SD_BUS_PARAM(window_p99_usec)
+                                                SD_BUS_PARAM(window_max_usec) SD_BUS_PARAM(reason),
+                method_get_stalls, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ResetStalls", "s", SD_BUS_PARAM(name), NULL, , method_reset_stalls,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_NAMES(
+                "Applied", "sbbs",
+                SD_BUS_PARAM(name) SD_BUS_PARAM(old_value) SD_BUS_PARAM(new_value) SD_BUS_PARAM(reason), 0),
         SD_BUS_SIGNAL_WITH_NAMES("Refused", "ss", SD_BUS_PARAM(name) SD_BUS_PARAM(reason), 0),
+        SD_BUS_SIGNAL_WITH_NAMES(
+                "BudgetExceeded", "sttt",
+                SD_BUS_PARAM(name) SD_BUS_PARAM(p99_usec) SD_BUS_PARAM(budget_usec) SD_BUS_PARAM(count), 0),
         SD_BUS_SIGNAL_WITH_NAMES("Reloaded", "bas", SD_BUS_PARAM(ok) SD_BUS_PARAM(problems), 0),
         SD_BUS_SIGNAL_WITH_NAMES("RemountFinished", "ssbts",
                                  SD_BUS_PARAM(target) SD_BUS_PARAM(device) SD_BUS_PARAM(ok)
@@ -763,7 +909,8 @@ static int device_find(sd_bus *bus, const char *path, const char *interface, voi
         return 1;
 }
 
-static int device_enumerate(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
+static int device_enumerate(sd_bus *bus, const char *path, void *userdata, char ***nodes,
+                            sd_bus_error *error) {
         BusService *b = userdata;
         _cleanup_strv_free_ char **l = NULL;
 
@@ -819,6 +966,34 @@ static int property_get_device(sd_bus *bus, const char *path, const char *interf
                 return sd_bus_message_append(reply, "b", d->managed);
         if (streq(property, "Pending"))
                 return sd_bus_message_append(reply, "b", manager_count_pending(b->manager, f->name) > 0);
+        if (startswith(property, "Stall")) {
+                StallStats total = {}, win = {};
+                const char *reason = NULL;
+                uint64_t p99 = STALL_UNMEASURED_USEC, na = STALL_UNMEASURED_USEC;
+                bool measured = manager_device_stalls(b->manager, d, &total, &win, &reason) >= 0;
+                if (streq(property, "StallMeasured"))
+                        return sd_bus_message_append(reply, "b", measured);
+                if (streq(property, "StallCount"))
+                        return sd_bus_message_append(reply, "t", measured ? total.count : na);
+                if (streq(property, "StallMaxUSec"))
+                        return sd_bus_message_append(reply, "t",
+                                                     measured && total.has_durations ? total.max_usec : na);
+                if (streq(property, "StallWindowCount"))
+                        return sd_bus_message_append(reply, "t", measured ? win.count : na);
+                if (streq(property, "StallReason"))
+                        return sd_bus_message_append(reply, "s",
+                                                     measured ? reason ?: ""
+                                                              : stall_probe_mode_reason(b->manager->probe));
+                (void) device_stall_p99(b->manager, d, streq(property, "StallWindowP99USec"), &p99);
+                return sd_bus_message_append(reply, "t", p99);
+        }
+        if (streq(property, "Learned"))
+                return sd_bus_message_append(reply, "s", learned_to_string(d->learned) ?: "");
+        if (streq(property, "LearnedUSec"))
+                return sd_bus_message_append(
+                        reply, "t", d->learned == LEARNED_NONE ? UINT64_C(0) : d->learned_since_usec);
+        if (streq(property, "LearnedReason"))
+                return sd_bus_message_append(reply, "s", d->learned_reason ?: "");
         if (streq(property, "Mounts")) {
                 _cleanup_free_ const TrackedMount **mounts = NULL;
                 int r = manager_get_mounts(b->manager, f->name, &mounts);
@@ -827,14 +1002,18 @@ static int property_get_device(sd_bus *bus, const char *path, const char *interf
                 r = sd_bus_message_open_container(reply, 'a', "(sssbs)");
                 for (const TrackedMount **t = mounts; r >= 0 && t && *t; t++)
                         r = sd_bus_message_append(reply, "(sssbs)", (*t)->target, (*t)->fstype,
-                                                  (*t)->effective ? "on" : "off", (*t)->pending, (*t)->reason ?: "");
+                                                  (*t)->effective ? "on" : "off", (*t)->pending,
+                                                  (*t)->reason ?: "");
                 return r < 0 ? r : sd_bus_message_close_container(reply);
         }
         return -ENOENT;
 }
 
-#define DEVICE_PROPERTY(name, sig)                                                                         \
+#define DEVICE_PROPERTY(name, sig)                                                                          \
         SD_BUS_PROPERTY(name, sig, property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+
+#define STALL_PROPERTY(name, sig)                                                                           \
+        SD_BUS_PROPERTY(name, sig, property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT)
 
 static const sd_bus_vtable device_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -852,6 +1031,17 @@ static const sd_bus_vtable device_vtable[] = {
         DEVICE_PROPERTY("Managed", "b"),
         DEVICE_PROPERTY("Mounts", "a(sssbs)"),
         DEVICE_PROPERTY("Pending", "b"),
+        DEVICE_PROPERTY("Learned", "s"),
+        DEVICE_PROPERTY("LearnedUSec", "t"),
+        DEVICE_PROPERTY("LearnedReason", "s"),
+        /* Measured figures change with every poll: read them, no signal announces them. */
+        STALL_PROPERTY("StallMeasured", "b"),
+        STALL_PROPERTY("StallCount", "t"),
+        STALL_PROPERTY("StallP99USec", "t"),
+        STALL_PROPERTY("StallMaxUSec", "t"),
+        STALL_PROPERTY("StallWindowCount", "t"),
+        STALL_PROPERTY("StallWindowP99USec", "t"),
+        STALL_PROPERTY("StallReason", "s"),
         SD_BUS_VTABLE_END,
 };
 
@@ -880,24 +1070,33 @@ static void on_manager_event(Manager *m, const ManagerEvent *ev, void *userdata)
                 EngineDevice *d = manager_find_device(m, ev->device);
                 if (ev->result && ev->result->changed)
                         r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Applied", "sbbs",
-                                               ev->device, ev->result->old_value == 1, ev->result->new_value == 1,
+                                               ev->device, ev->result->old_value == 1,
+                                               ev->result->new_value == 1,
                                                d && d->decision.reason ? d->decision.reason : "");
                 else if (d && d->decision.refused)
-                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", ev->device,
-                                               d->decision.reason ?: "");
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss",
+                                               ev->device, d->decision.reason ?: "");
                 break;
         }
         case MANAGER_REMOUNT_FINISHED:
                 if (ev->remount)
-                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "RemountFinished", "ssbts",
-                                               ev->remount->target, ev->remount->disk, ev->remount->ok,
-                                               ev->remount->duration_usec, ev->remount->message);
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "RemountFinished",
+                                               "ssbts", ev->remount->target, ev->remount->disk,
+                                               ev->remount->ok, ev->remount->duration_usec,
+                                               ev->remount->message);
+                break;
+        case MANAGER_BUDGET_EXCEEDED:
+                if (ev->window)
+                        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "BudgetExceeded",
+                                               "sttt", ev->device, ev->p99_usec,
+                                               m->engine.config.stall_budget_usec, ev->window->count);
                 break;
         case MANAGER_RELOADED:
                 r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Reloaded", "bas", true, 0);
                 if (r >= 0)
                         r = sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Policy",
-                                                           "ApplyMounted", "StallBudgetUSec", "ConfigProblems", NULL);
+                                                           "ApplyMounted", "StallBudgetUSec",
+                                                           "ConfigProblems", NULL);
                 break;
         default:
                 break;
@@ -918,8 +1117,8 @@ int bus_service_new(Manager *m, BusService **ret) {
                 return log_warning_errno(r, "Cannot connect to the system bus: %m");
         r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_MANAGER_INTERFACE, manager_vtable, b);
         if (r >= 0)
-                r = sd_bus_add_fallback_vtable(b->bus, NULL, BUS_DEVICE_PREFIX, BUS_DEVICE_INTERFACE, device_vtable,
-                                               device_find, b);
+                r = sd_bus_add_fallback_vtable(b->bus, NULL, BUS_DEVICE_PREFIX, BUS_DEVICE_INTERFACE,
+                                               device_vtable, device_find, b);
         if (r >= 0)
                 r = sd_bus_add_node_enumerator(b->bus, NULL, BUS_DEVICE_PREFIX, device_enumerate, b);
         if (r >= 0)
@@ -999,7 +1198,8 @@ static void introspect_interface(FILE *f, const char *interface, const sd_bus_vt
                         fprintf(f, "   <method name=\"%s\">\n", v->x.method.member);
                         introspect_args(f, v->x.method.signature, names, "in");
                         /* the result names follow the parameter names */
-                        for (const char *s = v->x.method.signature ?: ""; names && *s; s += signature_element_length(s))
+                        for (const char *s = v->x.method.signature ?: ""; names && *s;
+                             s += signature_element_length(s))
                                 names += strlen(names) + 1;
                         introspect_args(f, v->x.method.result, names, "out");
                         fputs("   </method>\n", f);
@@ -1012,8 +1212,8 @@ static void introspect_interface(FILE *f, const char *interface, const sd_bus_vt
                         break;
                 case _SD_BUS_VTABLE_PROPERTY:
                 case _SD_BUS_VTABLE_WRITABLE_PROPERTY:
-                        fprintf(f, "   <property name=\"%s\" type=\"%s\" access=\"%s\"/>\n", v->x.property.member,
-                                v->x.property.signature,
+                        fprintf(f, "   <property name=\"%s\" type=\"%s\" access=\"%s\"/>\n",
+                                v->x.property.member, v->x.property.signature,
                                 v->type == _SD_BUS_VTABLE_PROPERTY ? "read" : "readwrite");
                         break;
                 default:

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "classify.h"
 #include "config.h"
 #include "util.h"
 
@@ -371,6 +372,17 @@ void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *
                 *ret_force_rule = force_rule;
 }
 
+int config_device_need(const Config *c, const DeviceIdentity *id, const DeviceRule **ret_rule) {
+        const DeviceRule *rule = NULL;
+
+        for (size_t i = 0; c && i < c->n_rules; i++)
+                if (c->rules[i].need >= 0 && device_match_test(&c->rules[i].match, id))
+                        rule = &c->rules[i];
+        if (ret_rule)
+                *ret_rule = rule;
+        return rule ? rule->need : -1;
+}
+
 bool config_device_is_managed(const Config *c, const char *name) {
         if (!c->devices)
                 return true;
@@ -564,6 +576,7 @@ static void section_header(ParseState *s, char *line) {
                         .match = match,
                         .stable_writes = _SETTING_INVALID,
                         .force = -1,
+                        .need = -1,
                         .file = strdup(s->file),
                         .line = s->line,
                 };
@@ -874,6 +887,26 @@ static void parse_tristate(ParseState *s, const ConfigItem *item, const char *va
         *p = b;
 }
 
+/* Need=: recommended or required; it can only raise the detected need (checked per disk by
+ * the engine, which knows the detected need). */
+static void parse_need(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+        int *p = data;
+
+        if (isempty(value)) {
+                *p = -1;
+                return;
+        }
+        if (streq(value, "recommended") || streq(value, "required")) {
+                *p = need_from_string(value);
+                s->config->rules[s->rule].need_line = s->line;
+                return;
+        }
+        diag_error(s,
+                   "invalid %s= value \"%s\": expected recommended or required (Need= can only raise "
+                   "the detected need); ignoring this line",
+                   item->key, value);
+}
+
 #define USEC_ITEM(k, field, lo, hi, d, u, uname)                                                            \
         { SECTION_MANAGER, k, parse_usec, offsetof(Config, field), lo, hi, d, u, uname }
 
@@ -890,6 +923,7 @@ static const ConfigItem config_items[] = {
         { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount) },
         { SECTION_DEVICE, "StableWrites", parse_setting, offsetof(DeviceRule, stable_writes) },
         { SECTION_DEVICE, "Force", parse_tristate, offsetof(DeviceRule, force) },
+        { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
 
 /* The inih handler: section is ignored (inih truncates it; the reader tracks it). */

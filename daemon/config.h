@@ -54,6 +54,8 @@ typedef struct DeviceRule {
         DeviceMatch match;
         Setting stable_writes; /* _SETTING_INVALID when the section does not set it */
         int force;             /* -1 unset, 0, 1 */
+        int need;              /* Need=: a Need (classify.h) it raises the detected one to, -1 unset */
+        unsigned need_line;    /* the line of that Need= */
         char *file;            /* where it was defined, for messages */
         unsigned line;
 } DeviceRule;
@@ -138,6 +140,10 @@ bool device_match_test(const DeviceMatch *m, const DeviceIdentity *id);
 void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting,
                             bool *ret_force, const DeviceRule **ret_setting_rule,
                             const DeviceRule **ret_force_rule);
+
+/* The Need= of the last matching rule that sets one (a Need value of classify.h), or -1;
+ * *ret_rule is that rule (NULL when none). */
+int config_device_need(const Config *c, const DeviceIdentity *id, const DeviceRule **ret_rule);
 
 /* True when the disk may be written: Devices= unset, or one of its globs matches name. */
 bool config_device_is_managed(const Config *c, const char *name);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <sys/utsname.h>
+#include <time.h>
 
 #include "config-build.h"
 #include "engine.h"
@@ -28,6 +29,7 @@ int engine_init(Engine *e, const EngineOptions *o) {
             (r = strdup_or(&e->config_file, o->config_file, CONFIG_FILE)) < 0 ||
             (r = strdup_or(&e->dropin_dir, o->dropin_dir, CONFIG_DROPIN_DIR)) < 0 ||
             (r = strdup_or(&e->runtime_dir, o->runtime_dir, RUNTIME_DIR)) < 0 ||
+            (r = strdup_or(&e->state_dir, o->state_dir, STATE_DIR)) < 0 ||
             (r = strdup_or(&e->kernel_release, o->kernel_release, u.release)) < 0)
                 goto fail;
         r = parse_kernel_version(e->kernel_release, &e->kernel);
@@ -48,6 +50,9 @@ static void engine_devices_free(Engine *e) {
         for (size_t i = 0; e->devices && i < e->table.n; i++) {
                 classification_done(&e->devices[i].class);
                 policy_decision_done(&e->devices[i].decision);
+                free(e->devices[i].learned_key);
+                free(e->devices[i].learned_reason);
+                free(e->devices[i].need_problem);
         }
         e->devices = mfree(e->devices);
         device_table_done(&e->table);
@@ -58,6 +63,8 @@ void engine_done(Engine *e) {
         config_done(&e->config);
         config_diags_done(&e->diags);
         runtime_overrides_done(&e->overrides);
+        learned_records_done(&e->learned);
+        free(e->state_dir);
         free(e->sysfs_root);
         free(e->udev_data_dir);
         free(e->config_file);
@@ -99,6 +106,48 @@ int engine_load_overrides(Engine *e) {
         return 0;
 }
 
+int engine_load_learned(Engine *e) {
+        LearnedRecords l = {};
+        int r = learned_load(e->state_dir, &l);
+        if (r < 0)
+                return r;
+        learned_records_done(&e->learned);
+        e->learned = l;
+        return 0;
+}
+
+/* Order of protection: a Need= may move a disk up this list, never down. */
+static int need_rank(Need n) {
+        return n == NEED_REQUIRED ? 3 : n == NEED_UNKNOWN ? 2 : n == NEED_RECOMMENDED ? 1 : 0;
+}
+
+/* Need= of a [Device] section: raises the detected need, or records why it cannot lower it. */
+static int engine_configured_need(Engine *e, EngineDevice *d, const DeviceIdentity *id) {
+        const DeviceRule *rule;
+        int need = config_device_need(&e->config, id, &rule);
+        Classification *c = &d->class;
+
+        if (need < 0 || (Need) need == c->need)
+                return 0;
+        if (need_rank(need) < need_rank(c->need)) {
+                d->need_problem = strdup_printf(
+                        "%s:%u: Need=%s cannot lower the detected need %s of %s (%s); "
+                        "ignoring it",
+                        rule->file, rule->need_line, need_to_string(need), need_to_string(c->need),
+                        d->facts->name, c->reasons ? c->reasons[0] : "no reason");
+                return d->need_problem ? 0 : -ENOMEM;
+        }
+        _cleanup_strv_free_ char **reasons = NULL;
+        if (strv_extendf(&reasons, "Need=%s in %s:%u (detected: %s)", need_to_string(need), rule->file,
+                         rule->need_line, need_to_string(c->need)) < 0 ||
+            strv_extend_strv(&reasons, c->reasons) < 0)
+                return -ENOMEM;
+        strv_free(c->reasons);
+        c->reasons = TAKE_PTR(reasons);
+        c->need = need;
+        return 0;
+}
+
 static int engine_decide(Engine *e, EngineDevice *d) {
         DeviceFacts *f = d->facts;
         DeviceIdentity id = { .name = f->name, .devnum = f->devnum, .properties = f->properties };
@@ -115,6 +164,30 @@ static int engine_decide(Engine *e, EngineDevice *d) {
                 d->setting_rule = NULL;
         }
         d->managed = config_device_is_managed(&e->config, f->name);
+        int r = engine_configured_need(e, d, &id);
+        if (r < 0)
+                return r;
+
+        d->learned_key = learned_key(f);
+        if (!d->learned_key)
+                return -ENOMEM;
+        const LearnedRecord *l = learned_find(&e->learned, d->learned_key);
+        _cleanup_free_ char *summary = NULL;
+        d->learned = l ? l->learned : LEARNED_NONE;
+        if (l) {
+                char when[64];
+                time_t t = (time_t) (l->since_usec / USEC_PER_SEC);
+                struct tm tm;
+                strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
+                d->learned_since_usec = l->since_usec;
+                d->learned_reason = strdup(l->reason);
+                summary = strdup_printf("learned %s: %s", when, l->reason);
+                if (!d->learned_reason || !summary)
+                        return -ENOMEM;
+        }
+        d->stalls = d->learned == LEARNED_OFF  ? STALL_OVER_BUDGET
+                    : d->learned == LEARNED_ON ? STALL_WITHIN_BUDGET
+                                               : STALL_UNMEASURED;
 
         PolicyInput in = {
                 .name = f->name,
@@ -126,6 +199,7 @@ static int engine_decide(Engine *e, EngineDevice *d) {
                 .setting_source = d->setting_source,
                 .force = d->force,
                 .stalls = d->stalls,
+                .stall_summary = summary,
                 .declared = f->declared_stable_writes == 1,
                 .integrity_enforced = d->class.integrity_enforced,
         };
@@ -231,9 +305,9 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
         if (f->stable_writes == ATTR_ABSENT && disk_removed(e, f->name))
                 return fail(ret, -ENODEV, strdup_printf("%s: the disk was removed", f->name));
         if (f->stable_writes == ATTR_ABSENT)
-                return fail(ret, -EOPNOTSUPP,
-                            strdup_printf("%s: the kernel has no queue/stable_writes for this device",
-                                          f->name));
+                return fail(
+                        ret, -EOPNOTSUPP,
+                        strdup_printf("%s: the kernel has no queue/stable_writes for this device", f->name));
 
         if (f->stable_writes != dec->desired) {
                 char value[2] = { dec->desired ? '1' : '0', '\0' };
@@ -248,8 +322,8 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                                     strdup_printf("%s: the disk was removed while being applied", f->name));
                 if (r < 0)
                         return fail(ret, r,
-                                    strdup_printf("%s: cannot write %s to queue/stable_writes: %s",
-                                                  f->name, value, strerror(-r)));
+                                    strdup_printf("%s: cannot write %s to queue/stable_writes: %s", f->name,
+                                                  value, strerror(-r)));
                 r = sysfs_read_int(e->sysfs_root, attr, &now);
                 if (r < 0 || now != dec->desired)
                         return fail(ret, r < 0 ? r : -EIO,
@@ -259,9 +333,10 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                 ret->new_value = (int) now;
                 f->stable_writes = (int) now;
                 d->class.in_force = stable_writes_in_force(f, e->kernel);
-                log_full(dec->forced ? LOG_WARNING : LOG_INFO, "%s: stable writes %s -> %s: %s%s (need %s: %s)",
-                         f->name, ret->old_value ? "on" : "off", value[0] == '1' ? "on" : "off",
-                         dec->reason, dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
+                log_full(dec->forced ? LOG_WARNING : LOG_INFO,
+                         "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
+                         ret->old_value ? "on" : "off", value[0] == '1' ? "on" : "off", dec->reason,
+                         dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
                          d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
@@ -322,6 +397,17 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
         json_bool(w, d->managed);
         json_key(w, "setting");
         json_string(w, setting_to_string(d->setting));
+        json_key(w, "learned");
+        json_string(w, learned_to_string(d->learned));
+        json_key(w, "learned_since_usec");
+        if (d->learned == LEARNED_NONE)
+                json_null(w);
+        else
+                json_uint(w, d->learned_since_usec);
+        json_key(w, "learned_reason");
+        json_string(w, d->learned_reason);
+        json_key(w, "need_problem");
+        json_string(w, d->need_problem);
 
         json_key(w, "facts");
         json_object_begin(w);
@@ -386,7 +472,8 @@ void engine_dump_text(const Engine *e, FILE *f) {
         for (size_t i = 0; i < e->table.n; i++) {
                 const EngineDevice *d = &e->devices[i];
                 const DeviceFacts *df = d->facts;
-                fprintf(f, "%-12s %-8s %-15s %-12s %-7s %-9s %s\n", df->name, device_kind_to_string(df->kind),
+                fprintf(f, "%-12s %-8s %-15s %-12s %-7s %-9s %s\n", df->name,
+                        device_kind_to_string(df->kind),
                         kernel_state_to_string(df->stable_writes, d->class.in_force),
                         need_to_string(d->class.need), desired_to_string(d->decision.desired),
                         desired_source_to_string(d->decision.source),

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "device.h"
 #include "json.h"
+#include "learned.h"
 #include "policy.h"
 #include "state.h"
 
@@ -18,6 +19,7 @@ typedef struct EngineOptions {
         const char *config_file;    /* default CONFIG_FILE */
         const char *dropin_dir;     /* default CONFIG_DROPIN_DIR */
         const char *runtime_dir;    /* default RUNTIME_DIR */
+        const char *state_dir;      /* default STATE_DIR: learned decisions */
         const char *kernel_release; /* default uname -r */
         backing_resolver_t resolve_backing;
         void *resolve_userdata;
@@ -25,19 +27,25 @@ typedef struct EngineOptions {
 
 /* Everything the engine concluded about one disk. */
 typedef struct EngineDevice {
-        DeviceFacts *facts;   /* points into Engine.table */
+        DeviceFacts *facts; /* points into Engine.table */
         Classification class;
-        Setting setting;      /* the override in force (auto when none) */
+        Setting setting; /* the override in force (auto when none) */
         DesiredSource setting_source;
         const DeviceRule *setting_rule; /* the [Device] section that set it, if any */
         bool force;
         bool managed;
         StallVerdict stalls;
+        char *learned_key;           /* learned.h: the disk's key across reboots */
+        Learned learned;             /* what Policy=balanced learned from stalls (applies to
+                                      * recommended disks in balanced mode only) */
+        uint64_t learned_since_usec; /* CLOCK_REALTIME */
+        char *learned_reason;
+        char *need_problem; /* "file:line: Need=... cannot lower ..." or NULL */
         PolicyDecision decision;
 } EngineDevice;
 
 typedef struct Engine {
-        char *sysfs_root, *udev_data_dir, *config_file, *dropin_dir, *runtime_dir;
+        char *sysfs_root, *udev_data_dir, *config_file, *dropin_dir, *runtime_dir, *state_dir;
         char *kernel_release;
         unsigned kernel;
         backing_resolver_t resolve_backing;
@@ -46,6 +54,7 @@ typedef struct Engine {
         Config config;
         ConfigDiags diags;
         RuntimeOverrides overrides;
+        LearnedRecords learned;
 
         DeviceTable table;
         EngineDevice *devices; /* table.n entries */
@@ -65,6 +74,9 @@ void engine_set_config(Engine *e, Config *c);
 
 /* Loads the runtime overrides from the runtime dir. Returns 0 or -errno. */
 int engine_load_overrides(Engine *e);
+
+/* Loads the learned decisions from the state dir. Returns 0 or -errno. */
+int engine_load_learned(Engine *e);
 
 /* Reads the facts of every disk and derives need and desired state. Returns 0 or -errno;
  * on failure the device tables are empty (never half-built). */

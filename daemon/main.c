@@ -27,7 +27,8 @@ static void help(void) {
                "     --json[=pretty|short]  dump as JSON\n"
                "     --config-file=PATH  Configuration file (default %s)\n"
                "     --config-dir=DIR  Read DIR/stablepages.conf and DIR/stablepages.conf.d/\n"
-               "     --runtime-dir=DIR State directory (default %s)\n"
+               "     --runtime-dir=DIR Runtime state directory (default %s)\n"
+               "     --state-dir=DIR   Learned decisions, kept across reboots (default %s)\n"
                "     --sysfs-root=DIR  Read and write sysfs under DIR (testing)\n"
                "     --udev-data-dir=DIR  udev database (default /run/udev/data)\n"
                "     --kernel-release=R  Interpret facts as kernel R (testing)\n"
@@ -35,7 +36,7 @@ static void help(void) {
                "     --log-level=LEVEL Log up to LEVEL (err, warning, notice, info, debug)\n"
                "     --log-target=TARGET  auto, console (stderr) or journal\n"
                "     --bus-introspect  Print the D-Bus interfaces as introspection XML\n",
-               program_invocation_short_name, CONFIG_FILE, RUNTIME_DIR);
+               program_invocation_short_name, CONFIG_FILE, RUNTIME_DIR, STATE_DIR);
 }
 
 static int parse_argv(int argc, char *argv[]) {
@@ -45,6 +46,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_CONFIG_FILE,
                 ARG_CONFIG_DIR,
                 ARG_RUNTIME_DIR,
+                ARG_STATE_DIR,
                 ARG_SYSFS_ROOT,
                 ARG_UDEV_DATA_DIR,
                 ARG_KERNEL_RELEASE,
@@ -59,6 +61,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "config-file", required_argument, NULL, ARG_CONFIG_FILE },
                 { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
                 { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
                 { "udev-data-dir", required_argument, NULL, ARG_UDEV_DATA_DIR },
                 { "kernel-release", required_argument, NULL, ARG_KERNEL_RELEASE },
@@ -100,6 +103,9 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_RUNTIME_DIR:
                         arg_engine.runtime_dir = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        arg_engine.state_dir = optarg;
                         break;
                 case ARG_SYSFS_ROOT:
                         arg_engine.sysfs_root = optarg;

@@ -2,15 +2,22 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
+#include "learned.h"
 #include "log.h"
 #include "manager.h"
+#include "metrics.h"
 #include "remount.h"
 #include "util.h"
+
+/* The stall probe is polled every StallWindowSec=/5, within these bounds. */
+#define STALL_POLL_MIN_USEC (1 * USEC_PER_SEC)
+#define STALL_POLL_MAX_USEC (5 * USEC_PER_SEC)
 
 static void snapshot_done(DeviceSnapshot *s) {
         free(s->name);
         free(s->signature);
         free(s->last_error);
+        free(s->need_problem);
 }
 
 static DeviceSnapshot *snapshot_find(Manager *m, const char *name) {
@@ -158,7 +165,7 @@ static char *device_signature(Manager *m, const EngineDevice *d) {
         return buf;
 }
 
-void manager_dump_json(const Manager *m, FILE *f, bool pretty) {
+void manager_dump_json(Manager *m, FILE *f, bool pretty) {
         JsonWriter w;
 
         json_init(&w, f, pretty);
@@ -169,10 +176,18 @@ void manager_dump_json(const Manager *m, FILE *f, bool pretty) {
         json_string(&w, apply_mounted_to_string(m->engine.config.apply_mounted));
         json_key(&w, "uevent_source");
         json_string(&w, m->udev ? udev_watch_source(m->udev) : NULL);
+        json_key(&w, "stall_probe");
+        json_string(&w, m->probe ? stall_probe_mode_to_string(stall_probe_mode(m->probe)) : NULL);
+        json_key(&w, "stall_probe_reason");
+        json_string(&w, m->probe ? stall_probe_mode_reason(m->probe) : NULL);
         json_key(&w, "devices");
         json_array_begin(&w);
-        for (size_t i = 0; i < manager_n_devices(m); i++)
-                engine_device_json(&m->engine, &m->engine.devices[i], &w);
+        for (size_t i = 0; i < manager_n_devices(m); i++) {
+                json_object_begin(&w);
+                engine_device_json_members(&m->engine, &m->engine.devices[i], &w);
+                manager_device_stalls_json(m, &m->engine.devices[i], &w);
+                json_object_end(&w);
+        }
         json_array_end(&w);
         json_key(&w, "filesystems");
         json_array_begin(&w);
@@ -254,6 +269,10 @@ static void manager_publish(Manager *m) {
                                   d->class.in_force ? "on" : "off", desired_to_string(d->decision.desired));
                 if (changed)
                         emit(m, added ? MANAGER_DEVICE_ADDED : MANAGER_DEVICE_CHANGED, d->facts->name, NULL);
+                if (d->need_problem && (!s->need_problem || !streq(s->need_problem, d->need_problem)))
+                        log_warning("%s", d->need_problem);
+                free(s->need_problem);
+                s->need_problem = d->need_problem ? strdup(d->need_problem) : NULL;
         }
 
         /* Disks that are gone: forget them and what we recorded about them. */
@@ -381,6 +400,8 @@ static int manager_arm_rescan(Manager *m) {
         return sd_event_source_set_enabled(m->rescan, SD_EVENT_ONESHOT);
 }
 
+static int manager_arm_stall_timers(Manager *m);
+
 static void log_diags(const ConfigDiags *d) {
         for (size_t i = 0; i < d->n; i++) {
                 const ConfigDiag *c = &d->items[i];
@@ -431,6 +452,11 @@ int manager_reload(Manager *m, ConfigDiags *ret_diags) {
         r = manager_arm_rescan(m);
         if (r < 0)
                 log_error_errno(r, "Cannot arm the rescan timer: %m");
+        if (m->probe) {
+                r = manager_arm_stall_timers(m);
+                if (r < 0)
+                        log_error_errno(r, "Cannot arm the stall and metrics timers: %m");
+        }
         (void) manager_reconcile(m);
         emit(m, MANAGER_RELOADED, NULL, NULL);
         manager_notify_status(m, "READY=1\n");
@@ -502,8 +528,8 @@ int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
         }
         d = manager_find_device(m, name);
         if (d && remount_holds(m->remount, d->facts->name)) {
-                ret->message = strdup_printf("%s: an unmount and mount cycle of its filesystem is in progress",
-                                             d->facts->name);
+                ret->message = strdup_printf(
+                        "%s: an unmount and mount cycle of its filesystem is in progress", d->facts->name);
                 r = ret->message ? -EBUSY : -ENOMEM;
         } else
                 r = d ? manager_apply_one(m, d, ret) : -ENODEV;
@@ -538,6 +564,392 @@ int manager_get_mounts(Manager *m, const char *disk, const TrackedMount ***ret) 
 
 unsigned manager_count_pending(const Manager *m, const char *disk) {
         return m->mounts ? mount_tracker_count_pending(m->mounts, disk) : 0;
+}
+
+/* --- stalls ------------------------------------------------------------------------------ */
+
+static void device_stalls_done(DeviceStalls *s) {
+        stall_window_done(&s->window);
+        free(s->reason);
+}
+
+/* No waits of the disk devnum, as the probe's mode would report them. */
+static StallStats stall_stats_empty(const Manager *m, dev_t devnum) {
+        return (StallStats){ .devnum = devnum,
+                             .has_durations = stall_probe_mode(m->probe) == STALL_PROBE_BPF };
+}
+
+static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
+        for (size_t i = 0; i < m->n_stalls; i++)
+                if (m->stalls[i].devnum == devnum)
+                        return &m->stalls[i];
+        if (!create)
+                return NULL;
+        DeviceStalls *l = realloc(m->stalls, sizeof(DeviceStalls) * (m->n_stalls + 1));
+        if (!l)
+                return NULL;
+        m->stalls = l;
+        l[m->n_stalls] = (DeviceStalls){ .devnum = devnum,
+                                         .total = stall_stats_empty(m, devnum),
+                                         .last = stall_stats_empty(m, devnum) };
+        return &l[m->n_stalls++];
+}
+
+/* Takes the probe's counters of every disk with waits into the windows. */
+static int manager_sample_stalls(Manager *m, uint64_t now) {
+        _cleanup_free_ StallStats *list = NULL;
+        size_t n = 0;
+        int r;
+
+        r = stall_probe_poll(m->probe);
+        if (r < 0)
+                log_debug_errno(r, "Cannot poll the stall probe: %m");
+        r = stall_probe_list(m->probe, &list, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < m->n_stalls; i++) {
+                DeviceStalls *s = &m->stalls[i];
+                const StallStats *now_stats = NULL;
+                for (size_t j = 0; j < n && !now_stats; j++)
+                        if (list[j].devnum == s->devnum)
+                                now_stats = &list[j];
+                if (now_stats || s->window.n == 0)
+                        continue;
+                /* Known, but no waits any more: the probe was reset. */
+                StallStats empty = stall_stats_empty(m, s->devnum);
+                memcpy(empty.bdi, s->total.bdi, sizeof(empty.bdi));
+                s->total = empty;
+                if (stall_window_push(&s->window, now, &empty, m->engine.config.stall_window_usec) < 0)
+                        return -ENOMEM;
+        }
+        for (size_t j = 0; j < n; j++) {
+                if (list[j].devnum == 0)
+                        continue; /* btrfs, NFS: no disk of ours */
+                DeviceStalls *s = stalls_find(m, list[j].devnum, true);
+                if (!s)
+                        return -ENOMEM;
+                /* First waits of this disk: they all happened since the last poll. */
+                if (s->window.n == 0 &&
+                    stall_window_push_empty(&s->window, m->stall_poll_usec, &list[j]) < 0)
+                        return -ENOMEM;
+                if (stall_window_push(&s->window, now, &list[j], m->engine.config.stall_window_usec) < 0)
+                        return -ENOMEM;
+                s->total = list[j];
+        }
+        return 0;
+}
+
+/* Runs the adaptive policy on one disk's window; true when what was learned changed. */
+static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
+        const Config *c = &m->engine.config;
+        const char *name = d->facts->name;
+        _cleanup_(adapt_decision_done) AdaptDecision dec = {};
+        DeviceStalls *s = stalls_find(m, d->facts->devnum, true);
+        StallStats win = stall_stats_empty(m, d->facts->devnum);
+        uint64_t p99 = 0;
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        if (s->window.n > 0 && stall_window_get(&s->window, &win, NULL) < 0)
+                win = stall_stats_empty(m, d->facts->devnum);
+        s->last = win;
+        (void) stall_stats_percentile(&win, 0.99, &p99);
+
+        AdaptInput in = {
+                .name = name,
+                .mode = c->policy,
+                .need = d->class.need,
+                .need_reason = d->class.reasons ? d->class.reasons[0] : NULL,
+                .learned = d->learned,
+                .last_change_usec = d->learned_since_usec,
+                .last_over_usec = s->last_over_usec,
+                .measured = stall_probe_mode(m->probe) == STALL_PROBE_BPF && win.has_durations,
+                .count = win.count,
+                .p99_usec = p99,
+                .max_usec = win.max_usec,
+                .window_usec = c->stall_window_usec,
+                .budget_usec = c->stall_budget_usec,
+                .calm_usec = c->stall_calm_usec,
+                .now_usec = now,
+        };
+        r = policy_adapt(&in, &dec);
+        if (r < 0)
+                return r;
+        if (dec.over && !s->over && !dec.changed)
+                log_info("%s: %s.", name, dec.reason); /* the cost of a disk that is not relaxed */
+        if (dec.over)
+                s->last_over_usec = now;
+        s->over = dec.over;
+        free(s->reason);
+        s->reason = TAKE_PTR(dec.reason);
+        if (!dec.changed)
+                return 0;
+
+        LearnedRecord rec = { .key = d->learned_key,
+                              .disk = (char *) name,
+                              .learned = dec.learned,
+                              .since_usec = now,
+                              .p99_usec = p99,
+                              .count = win.count,
+                              .budget_usec = c->stall_budget_usec,
+                              .reason = s->reason };
+        r = learned_set(&m->engine.learned, &rec);
+        if (r < 0)
+                return r;
+        r = learned_save(m->engine.state_dir, &m->engine.learned);
+        if (r < 0)
+                log_error_errno(r,
+                                "%s: cannot save the learned decision in %s/learned (it applies until the "
+                                "daemon stops): %m",
+                                name, m->engine.state_dir);
+        log_notice("%s: Policy=balanced learned %s: %s.", name, learned_to_string(dec.learned), s->reason);
+        if (dec.learned == LEARNED_OFF && m->handler)
+                m->handler(m,
+                           &(ManagerEvent){ .type = MANAGER_BUDGET_EXCEEDED,
+                                            .device = name,
+                                            .window = &s->last,
+                                            .p99_usec = p99 },
+                           m->handler_userdata);
+        return 1;
+}
+
+/* One poll: sample the probe, run the adaptive policy on every disk, reconcile when it
+ * learned something. */
+static void manager_poll_stalls(Manager *m) {
+        uint64_t now = now_usec_realtime();
+        bool changed = false;
+        int r;
+
+        r = manager_sample_stalls(m, now);
+        if (r < 0 && r != -EOPNOTSUPP)
+                log_warning_errno(r, "Cannot read the stall probe: %m");
+        m->stall_poll_usec = now;
+        for (size_t i = 0; i < manager_n_devices(m); i++) {
+                r = manager_adapt_device(m, manager_device(m, i), now);
+                if (r < 0) {
+                        log_oom();
+                        return;
+                }
+                changed = changed || r > 0;
+        }
+        if (changed)
+                (void) manager_reconcile(m);
+        else if ((r = manager_write_dump(m)) < 0)
+                log_warning_errno(r, "Cannot write %s/devices.json: %m", m->engine.runtime_dir);
+}
+
+static uint64_t stall_poll_interval(const Manager *m) {
+        return MIN(STALL_POLL_MAX_USEC, MAX(STALL_POLL_MIN_USEC, m->engine.config.stall_window_usec / 5));
+}
+
+static int on_stall_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        manager_poll_stalls(m);
+        r = sd_event_source_set_time_relative(s, stall_poll_interval(m));
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Cannot re-arm the stall timer, stall figures stop: %m");
+        return 0;
+}
+
+/* The metrics of every disk, written atomically to MetricsFile=. */
+static int manager_write_metrics(Manager *m) {
+        const char *path = m->engine.config.metrics_file;
+        _cleanup_free_ MetricsDevice *devs = calloc(manager_n_devices(m) + 1, sizeof(MetricsDevice));
+        _cleanup_free_ StallStats *stats = calloc(manager_n_devices(m) + 1, sizeof(StallStats));
+        _cleanup_free_ char *buf = NULL, *dir = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!path)
+                return 0;
+        if (!devs || !stats)
+                return -ENOMEM;
+        for (size_t i = 0; i < manager_n_devices(m); i++) {
+                EngineDevice *d = manager_device(m, i);
+                devs[i] = (MetricsDevice){ .name = d->facts->name,
+                                           .flag = d->facts->stable_writes,
+                                           .desired = d->decision.desired,
+                                           .need = d->class.need,
+                                           .pending = manager_count_pending(m, d->facts->name),
+                                           .learned = d->learned };
+                if (manager_device_stalls(m, d, &stats[i], NULL, NULL) >= 0)
+                        devs[i].stalls = &stats[i];
+        }
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        metrics_write(f, stall_probe_mode_to_string(stall_probe_mode(m->probe)), devs, manager_n_devices(m));
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        return write_file_atomic(path, buf, size, 0644);
+}
+
+static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        r = manager_write_metrics(m);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write MetricsFile=%s: %m", m->engine.config.metrics_file);
+        r = sd_event_source_set_time_relative(s, m->engine.config.metrics_interval_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Cannot re-arm the metrics timer, metrics stop: %m");
+        return 0;
+}
+
+/* Arms the stall poll and, with MetricsFile=, the metrics timer, per the configuration. */
+static int manager_arm_stall_timers(Manager *m) {
+        int r;
+
+        if (!m->stall_timer) {
+                r = sd_event_add_time_relative(m->event, &m->stall_timer, CLOCK_MONOTONIC,
+                                               stall_poll_interval(m), 100 * USEC_PER_MSEC, on_stall_timer,
+                                               m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->stall_timer, "stalls");
+        }
+        if (!m->engine.config.metrics_file)
+                return m->metrics_timer ? sd_event_source_set_enabled(m->metrics_timer, SD_EVENT_OFF) : 0;
+        if (!m->metrics_timer) {
+                r = sd_event_add_time_relative(m->event, &m->metrics_timer, CLOCK_MONOTONIC, 0,
+                                               100 * USEC_PER_MSEC, on_metrics_timer, m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->metrics_timer, "metrics");
+                return 0;
+        }
+        r = sd_event_source_set_time_relative(m->metrics_timer, 0);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(m->metrics_timer, SD_EVENT_ONESHOT);
+}
+
+int manager_device_stalls(Manager *m, const EngineDevice *d, StallStats *ret_total, StallStats *ret_window,
+                          const char **ret_reason) {
+        if (!m->probe || stall_probe_mode(m->probe) == STALL_PROBE_UNAVAILABLE)
+                return -EOPNOTSUPP;
+        DeviceStalls *s = stalls_find(m, d->facts->devnum, false);
+        if (ret_total)
+                *ret_total = s ? s->total : stall_stats_empty(m, d->facts->devnum);
+        if (ret_window)
+                *ret_window = s ? s->last : stall_stats_empty(m, d->facts->devnum);
+        if (ret_reason)
+                *ret_reason = s ? s->reason : NULL;
+        return 0;
+}
+
+int manager_reset_stalls(Manager *m, const char *name) {
+        dev_t devnum = 0;
+        int r;
+
+        if (!isempty(name)) {
+                if (!device_name_is_valid(name))
+                        return -EINVAL;
+                EngineDevice *d = manager_find_device(m, name);
+                if (!d)
+                        return -ENODEV;
+                devnum = d->facts->devnum;
+        }
+        if (!m->probe || stall_probe_mode(m->probe) == STALL_PROBE_UNAVAILABLE)
+                return -EOPNOTSUPP;
+        r = stall_probe_reset(m->probe, devnum);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < m->n_stalls; i++) {
+                DeviceStalls *s = &m->stalls[i];
+                if (devnum != 0 && s->devnum != devnum)
+                        continue;
+                stall_window_done(&s->window);
+                s->total = s->last = stall_stats_empty(m, s->devnum);
+                s->over = false;
+        }
+        log_info("Stall figures of %s reset.", isempty(name) ? "every disk" : name);
+        return manager_write_dump(m);
+}
+
+static void stats_json(const StallStats *s, JsonWriter *w, bool histogram) {
+        uint64_t q;
+
+        json_object_begin(w);
+        json_key(w, "count");
+        json_uint(w, s->count);
+        if (s->has_durations) {
+                json_key(w, "sum_usec");
+                json_uint(w, s->sum_usec);
+                json_key(w, "max_usec");
+                json_uint(w, s->max_usec);
+                json_key(w, "p50_usec");
+                if (stall_stats_percentile(s, 0.5, &q) >= 0)
+                        json_uint(w, q);
+                else
+                        json_null(w);
+                json_key(w, "p99_usec");
+                if (stall_stats_percentile(s, 0.99, &q) >= 0)
+                        json_uint(w, q);
+                else
+                        json_null(w);
+                if (histogram) {
+                        json_key(w, "hist");
+                        json_array_begin(w);
+                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                                json_uint(w, s->hist[i]);
+                        json_array_end(w);
+                }
+        }
+        json_key(w, "classified");
+        json_bool(w, s->classified);
+        json_key(w, "sync_count");
+        json_uint(w, s->sync_count);
+        json_key(w, "other_count");
+        json_uint(w, s->other_count);
+        json_key(w, "comms");
+        json_array_begin(w);
+        for (size_t i = 0; i < s->n_comms; i++) {
+                json_object_begin(w);
+                json_key(w, "comm");
+                json_string(w, s->comms[i].comm);
+                json_key(w, "count");
+                json_uint(w, s->comms[i].count);
+                json_object_end(w);
+        }
+        json_array_end(w);
+        json_object_end(w);
+}
+
+void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w) {
+        StallStats total, window;
+        const char *reason = NULL;
+        bool measured = manager_device_stalls(m, d, &total, &window, &reason) >= 0;
+
+        json_key(w, "stalls");
+        json_object_begin(w);
+        json_key(w, "mode");
+        json_string(w, m->probe ? stall_probe_mode_to_string(stall_probe_mode(m->probe)) : "unavailable");
+        json_key(w, "measured");
+        json_bool(w, measured);
+        json_key(w, "durations");
+        json_bool(w, measured && total.has_durations);
+        if (measured) {
+                json_key(w, "window_usec");
+                json_uint(w, m->engine.config.stall_window_usec);
+                json_key(w, "total");
+                stats_json(&total, w, true);
+                json_key(w, "window");
+                stats_json(&window, w, false);
+        }
+        json_key(w, "reason");
+        json_string(w, measured   ? reason
+                       : m->probe ? stall_probe_mode_reason(m->probe)
+                                  : "the probe is not started");
+        json_object_end(w);
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -591,6 +1003,10 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         if (r < 0)
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m",
                                   m->engine.runtime_dir);
+        r = engine_load_learned(&m->engine);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the learned decisions in %s, ignoring them: %m",
+                                  m->engine.state_dir);
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -626,6 +1042,13 @@ int manager_start(Manager *m) {
         r = remount_new(m, &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
+        r = stall_probe_new(&m->probe);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the stall probe: %m");
+        m->stall_poll_usec = now_usec_realtime();
+        log_full(stall_probe_mode(m->probe) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING,
+                 "Stall probe: %s (%s).", stall_probe_mode_to_string(stall_probe_mode(m->probe)),
+                 stall_probe_mode_reason(m->probe));
 
         r = manager_reconcile(m);
         if (r < 0)
@@ -633,6 +1056,9 @@ int manager_start(Manager *m) {
         r = manager_arm_rescan(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the rescan timer: %m");
+        r = manager_arm_stall_timers(m);
+        if (r < 0)
+                return log_error_errno(r, "Cannot arm the stall and metrics timers: %m");
 
         log_info("Started: Policy=%s, %zu disks, %zu filesystems tracked, %s uevents.",
                  policy_mode_to_string(m->engine.config.policy), manager_n_devices(m), m->mounts->n,
@@ -651,6 +1077,12 @@ Manager *manager_free(Manager *m) {
         remount_free(m->remount); /* first: waits for a cycle in progress */
         sd_event_source_disable_unref(m->uevent_delay);
         sd_event_source_disable_unref(m->rescan);
+        sd_event_source_disable_unref(m->stall_timer);
+        sd_event_source_disable_unref(m->metrics_timer);
+        stall_probe_free(m->probe);
+        for (size_t i = 0; i < m->n_stalls; i++)
+                device_stalls_done(&m->stalls[i]);
+        free(m->stalls);
         mount_tracker_free(m->mounts);
         udev_watch_free(m->udev);
         sd_event_unref(m->event);

@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "mounts.h"
+#include "stalls-window.h"
 #include "udev.h"
 
 /* How long uevents are collected before one rescan handles them all. */
@@ -26,23 +27,27 @@ typedef struct Remounter Remounter;         /* remount.h */
 typedef struct RemountResult RemountResult; /* remount.h */
 
 typedef enum ManagerEventType {
-        MANAGER_DEVICE_ADDED,   /* a disk appeared (device) */
-        MANAGER_DEVICE_CHANGED, /* anything shown about it changed: facts, need, desired,
-                                 * kernel state, mounts (device) */
-        MANAGER_DEVICE_REMOVED, /* the disk is gone (device) */
-        MANAGER_APPLIED,        /* we wrote queue/stable_writes, or tried and failed
-                                 * (device, result) */
-        MANAGER_RELOADED,       /* a new configuration is in force (no device) */
+        MANAGER_DEVICE_ADDED,     /* a disk appeared (device) */
+        MANAGER_DEVICE_CHANGED,   /* anything shown about it changed: facts, need, desired,
+                                   * kernel state, mounts (device) */
+        MANAGER_DEVICE_REMOVED,   /* the disk is gone (device) */
+        MANAGER_APPLIED,          /* we wrote queue/stable_writes, or tried and failed
+                                   * (device, result) */
+        MANAGER_RELOADED,         /* a new configuration is in force (no device) */
         MANAGER_REMOUNT_FINISHED, /* an unmount + mount cycle of a filesystem ended, or was
                                    * refused (device, remount) */
+        MANAGER_BUDGET_EXCEEDED,  /* Policy=balanced learned off for a recommended disk whose
+                                   * stall p99 exceeded the budget (device, stalls) */
         _MANAGER_EVENT_TYPE_MAX,
 } ManagerEventType;
 
 typedef struct ManagerEvent {
         ManagerEventType type;
-        const char *device;        /* kernel name of the disk, NULL for MANAGER_RELOADED */
-        const ApplyResult *result; /* MANAGER_APPLIED only */
+        const char *device;           /* kernel name of the disk, NULL for MANAGER_RELOADED */
+        const ApplyResult *result;    /* MANAGER_APPLIED only */
         const RemountResult *remount; /* MANAGER_REMOUNT_FINISHED only */
+        const StallStats *window;     /* MANAGER_BUDGET_EXCEEDED only: the waits of the window */
+        uint64_t p99_usec;            /* MANAGER_BUDGET_EXCEEDED only */
 } ManagerEvent;
 
 /* Told about each event after the Manager's state is updated; may read the Manager but
@@ -53,10 +58,22 @@ typedef void (*manager_event_handler_t)(Manager *m, const ManagerEvent *event, v
 typedef struct DeviceSnapshot {
         char *name;
         uint64_t diskseq;
-        int flag;         /* queue/stable_writes after our last look */
-        char *signature;  /* everything shown about it, to detect changes */
-        char *last_error; /* the last apply failure logged, to log each one once */
+        int flag;           /* queue/stable_writes after our last look */
+        char *signature;    /* everything shown about it, to detect changes */
+        char *last_error;   /* the last apply failure logged, to log each one once */
+        char *need_problem; /* the last Need= problem logged, to log each one once */
 } DeviceSnapshot;
+
+/* The stall figures of one disk (by devnum, as the probe keys them). */
+typedef struct DeviceStalls {
+        dev_t devnum;
+        StallWindow window;      /* snapshots for StallWindowSec= */
+        StallStats total;        /* since the probe started or was last reset */
+        StallStats last;         /* the waits of the window at the last poll */
+        uint64_t last_over_usec; /* CLOCK_REALTIME of the last window over the budget, 0 never */
+        bool over;               /* the last window was over the budget */
+        char *reason;            /* policy_adapt()'s sentence at the last poll */
+} DeviceStalls;
 
 struct Manager {
         Engine engine; /* config (the last good one), overrides, facts, decisions */
@@ -71,6 +88,12 @@ struct Manager {
 
         manager_event_handler_t handler;
         void *handler_userdata;
+
+        StallProbe *probe; /* the stall observatory (mode may be "unavailable") */
+        sd_event_source *stall_timer, *metrics_timer;
+        DeviceStalls *stalls; /* disks the probe or the policy looked at */
+        size_t n_stalls;
+        uint64_t stall_poll_usec; /* CLOCK_REALTIME of the last poll, 0 before the first */
 
         char *status; /* the last STATUS= sent */
         char *dump;   /* the last content of devices.json */
@@ -149,6 +172,21 @@ int manager_get_mounts(Manager *m, const char *disk, const TrackedMount ***ret);
 /* Number of pending mounts on disk, or on every disk when disk is NULL. */
 unsigned manager_count_pending(const Manager *m, const char *disk);
 
+/* The stall figures of disk d: *ret_total since the probe started or was reset, *ret_window
+ * over the last StallWindowSec= (either may be NULL), *ret_reason what the adaptive policy
+ * made of them (may be NULL). A disk without waits reads count 0. Returns 0, or -EOPNOTSUPP
+ * when nothing measures (probe mode "unavailable"): never zeros that look measured. */
+int manager_device_stalls(Manager *m, const EngineDevice *d, StallStats *ret_total, StallStats *ret_window,
+                          const char **ret_reason);
+
+/* Forgets the measured waits of one disk (or partition: its disk), or of all when name is
+ * NULL or empty. Returns 0, -EINVAL/-ENODEV for a bad or unknown name, -EOPNOTSUPP when
+ * nothing measures, or -errno. */
+int manager_reset_stalls(Manager *m, const char *name);
+
+/* Writes the stall members of d ("stalls": {...}) into an open JSON object. */
+void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w);
+
 /* Writes the daemon's view (policy, devices, filesystems) as one JSON object to f. This
  * is also what runtime_dir/devices.json holds after each reconcile. */
-void manager_dump_json(const Manager *m, FILE *f, bool pretty);
+void manager_dump_json(Manager *m, FILE *f, bool pretty);

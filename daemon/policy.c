@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "policy.h"
 #include "util.h"
 
 static const char *const desired_source_table[_DESIRED_SOURCE_MAX] = {
-        [SOURCE_POLICY] = "policy",     [SOURCE_CONFIG] = "config",   [SOURCE_RUNTIME] = "runtime",
-        [SOURCE_STALLS] = "stalls",     [SOURCE_OBSERVE] = "observe", [SOURCE_UNMANAGED] = "unmanaged",
+        [SOURCE_POLICY] = "policy", [SOURCE_CONFIG] = "config",   [SOURCE_RUNTIME] = "runtime",
+        [SOURCE_STALLS] = "stalls", [SOURCE_OBSERVE] = "observe", [SOURCE_UNMANAGED] = "unmanaged",
 };
 
 const char *desired_source_to_string(DesiredSource s) {
@@ -66,8 +69,7 @@ static int policy_decide_unenforced(const PolicyInput *in, PolicyDecision *ret) 
         const char *origin = in->setting_source == SOURCE_RUNTIME ? "runtime override " : "StableWrites=";
 
         if (in->mode == POLICY_OBSERVE)
-                return decide(ret, -1, SOURCE_OBSERVE,
-                              strdup_printf("Policy=observe: nothing is written"));
+                return decide(ret, -1, SOURCE_OBSERVE, strdup_printf("Policy=observe: nothing is written"));
         if (!in->managed)
                 return decide(ret, -1, SOURCE_UNMANAGED,
                               strdup_printf("%s is not listed in Devices=: observed only", in->name));
@@ -80,8 +82,8 @@ static int policy_decide_unenforced(const PolicyInput *in, PolicyDecision *ret) 
                         return decide(ret, 0, in->setting_source, strdup_printf("%soff", origin));
                 if (in->force) {
                         int r = decide(ret, 0, in->setting_source,
-                                       strdup_printf("%soff with force, although need is %s (%s)",
-                                                     origin, need, in->need_reason ?: "no reason"));
+                                       strdup_printf("%soff with force, although need is %s (%s)", origin,
+                                                     need, in->need_reason ?: "no reason"));
                         ret->forced = true;
                         return r;
                 }
@@ -120,4 +122,95 @@ int policy_decide(const PolicyInput *in, PolicyDecision *ret) {
 void policy_decision_done(PolicyDecision *d) {
         free(d->reason);
         *d = (PolicyDecision){};
+}
+
+const char *learned_to_string(Learned l) {
+        return l == LEARNED_OFF ? "off" : l == LEARNED_ON ? "on" : NULL;
+}
+
+char *format_usec(uint64_t usec, char buf[static 32]) {
+        if (usec < USEC_PER_MSEC)
+                snprintf(buf, 32, "%" PRIu64 " us", usec);
+        else if (usec < USEC_PER_SEC)
+                snprintf(buf, 32, "%.1f ms", (double) usec / USEC_PER_MSEC);
+        else if (usec % USEC_PER_SEC == 0)
+                snprintf(buf, 32, "%" PRIu64 " s", (uint64_t) (usec / USEC_PER_SEC));
+        else
+                snprintf(buf, 32, "%.2f s", (double) usec / USEC_PER_SEC);
+        return buf;
+}
+
+static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, char *reason) {
+        if (!reason)
+                return -ENOMEM;
+        *ret = (AdaptDecision){ .learned = learned, .changed = changed, .over = over, .reason = reason };
+        return 0;
+}
+
+int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
+        char p99[32], max[32], window[32], budget[32], calm[32], ago[32];
+        bool over = in->measured && in->count > 0 && in->p99_usec > in->budget_usec;
+        _cleanup_free_ char *figures = NULL;
+
+        format_usec(in->p99_usec, p99);
+        format_usec(in->max_usec, max);
+        format_usec(in->window_usec, window);
+        format_usec(in->budget_usec, budget);
+        format_usec(in->calm_usec, calm);
+        if (!in->measured)
+                figures = strdup_printf("stall durations are not measured");
+        else if (in->count == 0)
+                figures = strdup_printf("no stable-pages waits in the last %s (budget %s)", window, budget);
+        else
+                figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s) %s "
+                                        "StallBudgetMSec=%s",
+                                        p99, window, in->count, max, over ? "exceeds" : "is within", budget);
+        if (!figures)
+                return -ENOMEM;
+
+        if (need_is_protected(in->need))
+                return adapt(
+                        ret, in->learned, false, over,
+                        strdup_printf("need is %s (%s), so stable writes stay on whatever they cost: %s",
+                                      need_to_string(in->need), in->need_reason ?: "no reason", figures));
+        if (in->mode != POLICY_BALANCED || in->need != NEED_RECOMMENDED)
+                return adapt(ret, in->learned, false, over,
+                             strdup_printf("%s: nothing to adapt (Policy=%s, need %s)", figures,
+                                           policy_mode_to_string(in->mode), need_to_string(in->need)));
+        if (!in->measured)
+                return adapt(ret, in->learned, false, false,
+                             strdup_printf("%s: keeping what was learned (%s)", figures,
+                                           learned_to_string(in->learned) ?: "nothing"));
+
+        bool held = in->last_change_usec > 0 && in->now_usec < in->last_change_usec + in->calm_usec;
+        format_usec(in->now_usec > in->last_change_usec ? in->now_usec - in->last_change_usec : 0, ago);
+
+        if (in->learned != LEARNED_OFF) {
+                if (!over)
+                        return adapt(ret, in->learned, false, false, strdup_printf("%s", figures));
+                if (held)
+                        return adapt(ret, in->learned, false, true,
+                                     strdup_printf("%s, but the last change was only %s ago: no change "
+                                                   "within StallCalmSec=%s",
+                                                   figures, ago, calm));
+                return adapt(ret, LEARNED_OFF, true, true, strdup_printf("%s: stable writes off", figures));
+        }
+
+        /* Learned off: back on after calm_usec without a window over the budget. */
+        uint64_t calm_since = MAX(over ? in->now_usec : in->last_over_usec, in->last_change_usec);
+        char calm_for[32];
+        format_usec(in->now_usec > calm_since ? in->now_usec - calm_since : 0, calm_for);
+        if (over || in->now_usec < calm_since + in->calm_usec)
+                return adapt(ret, LEARNED_OFF, false, over,
+                             strdup_printf("%s; off until calm for StallCalmSec=%s (calm for %s)", figures,
+                                           calm, calm_for));
+        return adapt(ret, LEARNED_ON, true, false,
+                     strdup_printf("no window over StallBudgetMSec=%s for %s (StallCalmSec=%s): stable "
+                                   "writes on again",
+                                   budget, calm_for, calm));
+}
+
+void adapt_decision_done(AdaptDecision *d) {
+        free(d->reason);
+        *d = (AdaptDecision){};
 }

@@ -18,34 +18,34 @@ typedef enum DesiredSource {
 } DesiredSource;
 
 typedef enum StallVerdict {
-        STALL_UNMEASURED,    /* no measurement: treated as within budget */
+        STALL_UNMEASURED, /* no measurement: treated as within budget */
         STALL_WITHIN_BUDGET,
         STALL_OVER_BUDGET,
         _STALL_VERDICT_MAX,
 } StallVerdict;
 
 typedef struct PolicyInput {
-        const char *name;    /* device, for messages */
+        const char *name; /* device, for messages */
         PolicyMode mode;
         Need need;
-        const char *need_reason; /* the reason that decided the need */
-        bool managed;        /* Devices= allows writing this disk */
-        Setting setting;     /* StableWrites= in force for this disk (auto when none) */
+        const char *need_reason;      /* the reason that decided the need */
+        bool managed;                 /* Devices= allows writing this disk */
+        Setting setting;              /* StableWrites= in force for this disk (auto when none) */
         DesiredSource setting_source; /* SOURCE_CONFIG or SOURCE_RUNTIME */
-        bool force;          /* Force=yes / --force for this disk */
+        bool force;                   /* Force=yes / --force for this disk */
         StallVerdict stalls;
         const char *stall_summary; /* measured figures for the reason, or NULL */
-        int declared;        /* kernel default (the flag at probe time): 0/1 */
-        bool integrity_enforced; /* 6.11+ checksum integrity: "off" is impossible */
+        int declared;              /* kernel default (the flag at probe time): 0/1 */
+        bool integrity_enforced;   /* 6.11+ checksum integrity: "off" is impossible */
 } PolicyInput;
 
 typedef struct PolicyDecision {
-        int desired;          /* -1: leave the flag alone; 0 off; 1 on */
+        int desired; /* -1: leave the flag alone; 0 off; 1 on */
         DesiredSource source;
-        bool forced;          /* a protected device turned off by force: warn */
-        bool refused;         /* the requested off was refused (interlock, or impossible on
-                               * this kernel); desired stays 1 and reason says why */
-        char *reason;         /* one sentence */
+        bool forced;  /* a protected device turned off by force: warn */
+        bool refused; /* the requested off was refused (interlock, or impossible on
+                       * this kernel); desired stays 1 and reason says why */
+        char *reason; /* one sentence */
 } PolicyDecision;
 
 /* Decides the desired state for one device. Returns 0 or -ENOMEM. */
@@ -54,3 +54,52 @@ int policy_decide(const PolicyInput *in, PolicyDecision *ret);
 void policy_decision_done(PolicyDecision *d);
 
 const char *desired_source_to_string(DesiredSource s);
+
+/* ---- the adaptive part of Policy=balanced ---- */
+
+/* What the daemon learned from measured stalls about one disk. */
+typedef enum Learned {
+        LEARNED_NONE = -1, /* nothing learned: the policy table decides */
+        LEARNED_OFF = 0,   /* over the budget: stable writes off */
+        LEARNED_ON = 1,    /* calm again after an off: back on */
+} Learned;
+
+typedef struct AdaptInput {
+        const char *name; /* device, for messages */
+        PolicyMode mode;
+        Need need;
+        const char *need_reason;   /* why the need, for the cost sentence of protected devices */
+        Learned learned;           /* the learned state in force */
+        uint64_t last_change_usec; /* when learned last changed (CLOCK_REALTIME), 0 never */
+        uint64_t last_over_usec;   /* when a window was last over the budget, 0 never */
+        bool measured;             /* the window has durations (BPF mode) */
+        uint64_t count;            /* stable-pages waits in the window */
+        uint64_t p99_usec;         /* their p99 (upper bound of its log2 bucket) */
+        uint64_t max_usec;
+        uint64_t window_usec; /* StallWindowSec= */
+        uint64_t budget_usec; /* StallBudgetMSec= */
+        uint64_t calm_usec;   /* StallCalmSec= */
+        uint64_t now_usec;    /* CLOCK_REALTIME */
+} AdaptInput;
+
+typedef struct AdaptDecision {
+        Learned learned; /* the learned state from now on */
+        bool changed;    /* learned differs from the input's */
+        bool over;       /* this window is over the budget (the caller records now as last_over) */
+        char *reason;    /* one sentence quoting the measured figures */
+} AdaptDecision;
+
+/* The adaptive step of Policy=balanced for one disk and one stall window: a recommended
+ * disk whose window p99 exceeds the budget learns off; it learns on again only after
+ * calm_usec without a window over the budget; no change follows another within calm_usec.
+ * Required and unknown disks never learn anything: the reason states what they cost and why
+ * it is paid. Pure. Returns 0 or -ENOMEM. */
+int policy_adapt(const AdaptInput *in, AdaptDecision *ret);
+
+void adapt_decision_done(AdaptDecision *d);
+
+/* "off", "on" or NULL (LEARNED_NONE). */
+const char *learned_to_string(Learned l);
+
+/* Formats usec for people: "850 us", "12.5 ms", "3.20 s". Returns buf. */
+char *format_usec(uint64_t usec, char buf[static 32]);

@@ -25,9 +25,15 @@ static int engine_setup(Engine *e, const EngineOptions *o) {
         r = engine_load_overrides(e);
         if (r < 0)
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m", e->runtime_dir);
+        r = engine_load_learned(e);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the learned decisions in %s, ignoring them: %m", e->state_dir);
         r = engine_scan(e);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < e->table.n; i++)
+                if (e->devices[i].need_problem)
+                        log_warning("%s", e->devices[i].need_problem);
         return 0;
 }
 

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* stats: the stall histograms of the daemon's probe, as text bars (like biolatency) or JSON. */
+#include <inttypes.h>
+
+#include "bus-api.h"
+#include "ctl.h"
+#include "json.h"
+#include "log.h"
+#include "policy.h"
+#include "stalls.h"
+#include "util.h"
+
+#define BAR_WIDTH 40
+
+typedef struct Stalls {
+        const char *name, *mode, *reason;
+        int measured, durations;
+        uint64_t count, sum_usec, max_usec, p50_usec, p99_usec;
+        const uint64_t *hist;
+        size_t n_hist;
+        StallComm comms[STALL_TOP_COMMS];
+        size_t n_comms;
+        uint64_t sync_count, other_count, window_usec, window_count, window_p99_usec, window_max_usec;
+} Stalls;
+
+/* Reads a GetStalls() reply into *s (pointers into reply). Returns 0 or -errno. */
+static int read_stalls(sd_bus_message *reply, Stalls *s) {
+        const void *hist;
+        size_t size;
+        int r;
+
+        r = sd_bus_message_read(reply, "sbbttttt", &s->mode, &s->measured, &s->durations, &s->count,
+                                &s->sum_usec, &s->max_usec, &s->p50_usec, &s->p99_usec);
+        if (r >= 0)
+                r = sd_bus_message_read_array(reply, 't', &hist, &size);
+        if (r < 0)
+                return r;
+        s->hist = hist;
+        s->n_hist = size / sizeof(uint64_t);
+        r = sd_bus_message_enter_container(reply, 'a', "(st)");
+        while (r >= 0) {
+                const char *comm;
+                uint64_t count;
+                r = sd_bus_message_read(reply, "(st)", &comm, &count);
+                if (r <= 0)
+                        break;
+                if (s->n_comms < STALL_TOP_COMMS) {
+                        snprintf(s->comms[s->n_comms].comm, sizeof s->comms[0].comm, "%s", comm);
+                        s->comms[s->n_comms++].count = count;
+                }
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "tttttts", &s->sync_count, &s->other_count, &s->window_usec,
+                                        &s->window_count, &s->window_p99_usec, &s->window_max_usec,
+                                        &s->reason);
+        return r < 0 ? r : 0;
+}
+
+static void json_figure(JsonWriter *w, const char *key, uint64_t v) {
+        json_key(w, key);
+        if (v == STALL_UNMEASURED_USEC)
+                json_null(w);
+        else
+                json_uint(w, v);
+}
+
+static void stalls_json(JsonWriter *w, const Stalls *s) {
+        json_object_begin(w);
+        json_key(w, "name");
+        json_string(w, s->name);
+        json_key(w, "mode");
+        json_string(w, s->mode);
+        json_key(w, "measured");
+        json_bool(w, s->measured);
+        json_key(w, "durations");
+        json_bool(w, s->durations);
+        json_figure(w, "count", s->count);
+        json_figure(w, "sum_usec", s->sum_usec);
+        json_figure(w, "max_usec", s->max_usec);
+        json_figure(w, "p50_usec", s->p50_usec);
+        json_figure(w, "p99_usec", s->p99_usec);
+        json_key(w, "hist");
+        if (s->durations) {
+                json_array_begin(w);
+                for (size_t i = 0; i < s->n_hist; i++)
+                        json_uint(w, s->hist[i]);
+                json_array_end(w);
+        } else
+                json_null(w);
+        json_key(w, "comms");
+        json_array_begin(w);
+        for (size_t i = 0; i < s->n_comms; i++) {
+                json_object_begin(w);
+                json_key(w, "comm");
+                json_string(w, s->comms[i].comm);
+                json_key(w, "count");
+                json_uint(w, s->comms[i].count);
+                json_object_end(w);
+        }
+        json_array_end(w);
+        json_figure(w, "sync_count", s->sync_count);
+        json_figure(w, "other_count", s->other_count);
+        json_figure(w, "window_usec", s->window_usec);
+        json_figure(w, "window_count", s->window_count);
+        json_figure(w, "window_p99_usec", s->window_p99_usec);
+        json_figure(w, "window_max_usec", s->window_max_usec);
+        json_key(w, "reason");
+        json_string(w, s->reason);
+        json_object_end(w);
+}
+
+/* The bounds of bucket i as stalls.h defines them (the daemon's library is not linked here). */
+static uint64_t bucket_lower(size_t i) {
+        return i == 0 ? 0 : UINT64_C(1) << i;
+}
+
+static uint64_t bucket_upper(size_t i, size_t n) {
+        return i + 1 >= n ? UINT64_MAX : (UINT64_C(1) << (i + 1)) - 1;
+}
+
+static void print_histogram(const Stalls *s) {
+        size_t last = 0;
+        uint64_t top = 0;
+
+        for (size_t i = 0; i < s->n_hist; i++)
+                if (s->hist[i] > 0) {
+                        last = i;
+                        top = MAX(top, s->hist[i]);
+                }
+        printf("\n%14s %-12s : %-8s %s\n", "usecs", "", "count", "distribution");
+        for (size_t i = 0; i <= last && top > 0; i++) {
+                char bar[BAR_WIDTH + 1];
+                size_t n = (size_t) ((s->hist[i] * BAR_WIDTH + top - 1) / top);
+                memset(bar, '*', n);
+                memset(bar + n, ' ', BAR_WIDTH - n);
+                bar[BAR_WIDTH] = '\0';
+                uint64_t hi = bucket_upper(i, s->n_hist);
+                char his[24];
+                if (hi == UINT64_MAX)
+                        snprintf(his, sizeof his, "...");
+                else
+                        snprintf(his, sizeof his, "%" PRIu64, hi);
+                printf("%14" PRIu64 " -> %-12s : %-8" PRIu64 " |%s|\n", bucket_lower(i), his, s->hist[i],
+                       bar);
+        }
+}
+
+static void stalls_text(const Stalls *s, bool first) {
+        char a[32], b[32], c[32], win[32];
+
+        if (!first)
+                putchar('\n');
+        if (!s->measured) {
+                printf("%s: not measured (probe %s: %s)\n", s->name, s->mode, s->reason);
+                return;
+        }
+        format_usec(s->window_usec, win);
+        if (!s->durations)
+                printf("%s: %" PRIu64
+                       " stable-pages waits since the probe started (%s mode: counts only, no "
+                       "durations); %" PRIu64 " in the last %s\n",
+                       s->name, s->count, s->mode, s->window_count, win);
+        else if (s->count == 0)
+                printf("%s: no stable-pages waits since the probe started (%s)\n", s->name, s->mode);
+        else
+                printf("%s: %" PRIu64
+                       " stable-pages waits since the probe started (%s); p50 <= %s, p99 <= %s, "
+                       "max %s; %" PRIu64 " in the last %s\n",
+                       s->name, s->count, s->mode, format_usec(s->p50_usec, a), format_usec(s->p99_usec, b),
+                       format_usec(s->max_usec, c), s->window_count, win);
+        if (s->n_comms > 0) {
+                printf("  top commands:");
+                for (size_t i = 0; i < s->n_comms; i++)
+                        printf(" %s (%" PRIu64 ")", s->comms[i].comm, s->comms[i].count);
+                putchar('\n');
+        }
+        if (s->sync_count != STALL_UNMEASURED_USEC)
+                printf("  other writeback waits, paid whatever stable writes say: %" PRIu64
+                       " data-integrity "
+                       "(fsync, sync), %" PRIu64 " other (truncation, reclaim)\n",
+                       s->sync_count, s->other_count);
+        if (!isempty(s->reason))
+                printf("  policy: %s\n", s->reason);
+        if (s->durations && s->count > 0)
+                print_histogram(s);
+}
+
+int verb_stats(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
+        _cleanup_strv_free_ char **names = NULL;
+        JsonWriter w;
+        int r;
+
+        r = ctl_bus_open(&bus);
+        if (r < 0 || !ctl_daemon_running(bus)) {
+                log_error("stats: stablepagesd is not running: the stall figures are the daemon's.");
+                return EXIT_FAIL;
+        }
+        if (argc > 0) {
+                if (strv_extend(&names, argv[0]) < 0)
+                        return log_oom(), EXIT_FAIL;
+        } else {
+                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error,
+                                       &list, "");
+                if (r < 0)
+                        return ctl_call_error("stats", &error, r);
+                r = sd_bus_message_enter_container(list, 'a', "(sossssbt)");
+                while (r >= 0) {
+                        const char *name;
+                        r = sd_bus_message_read(list, "(sossssbt)", &name, NULL, NULL, NULL, NULL, NULL,
+                                                NULL, NULL);
+                        if (r <= 0)
+                                break;
+                        if (strv_extend(&names, name) < 0)
+                                return log_oom(), EXIT_FAIL;
+                }
+                if (r < 0)
+                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+        }
+
+        json_init(&w, stdout, arg_json == JSON_PRETTY);
+        if (arg_json != JSON_OFF)
+                json_array_begin(&w);
+        else
+                ctl_pager_open();
+        bool first = true;
+        size_t shown = 0;
+        STRV_FOREACH (n, names) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                Stalls s = { .name = *n };
+
+                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetStalls", &error,
+                                       &reply, "s", *n);
+                if (r < 0)
+                        return ctl_call_error(*n, &error, r);
+                r = read_stalls(reply, &s);
+                if (r < 0)
+                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                /* Without a device: only the disks with waits, like biolatency. */
+                if (argc == 0 && s.measured && s.count == 0)
+                        continue;
+                if (arg_json != JSON_OFF)
+                        stalls_json(&w, &s);
+                else if (argc == 0 && !s.measured) {
+                        printf("No stall figures: the probe is %s (%s).\n", s.mode, s.reason);
+                        shown++;
+                        break; /* the same for every disk */
+                } else
+                        stalls_text(&s, first);
+                first = false;
+                shown++;
+        }
+        if (arg_json != JSON_OFF) {
+                json_array_end(&w);
+                fputc('\n', stdout);
+        } else if (shown == 0)
+                printf("No stable-pages waits measured on any disk.\n");
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}

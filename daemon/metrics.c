@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "metrics.h"
+#include "util.h"
+
+#define PREFIX "stablepages_"
+
+static void family(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", name, help, name, type);
+}
+
+/* Microseconds as exact decimal seconds. */
+static void seconds(FILE *f, uint64_t usec) {
+        fprintf(f, "%" PRIu64 ".%06" PRIu64, usec / 1000000, usec % 1000000);
+}
+
+void metrics_write(FILE *f, const char *mode, const MetricsDevice *devs, size_t n) {
+        family(f, "stall_probe_info", "gauge", "The stall probe's mode (bpf, tracefs or unavailable).");
+        fprintf(f, PREFIX "stall_probe_info{mode=\"%s\"} 1\n", mode);
+
+        family(f, "stable_writes", "gauge", "queue/stable_writes of the disk (absent: no such switch).");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].flag >= 0)
+                        fprintf(f, PREFIX "stable_writes{device=\"%s\"} %d\n", devs[i].name, devs[i].flag);
+
+        family(f, "desired", "gauge", "The desired stable writes: 1 on, 0 off, -1 left alone.");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, PREFIX "desired{device=\"%s\"} %d\n", devs[i].name,
+                        devs[i].desired < 0 ? -1 : devs[i].desired);
+
+        family(f, "need", "gauge", "The disk's need for stable writes: 1 for the need it has.");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, PREFIX "need{device=\"%s\",need=\"%s\"} 1\n", devs[i].name,
+                        need_to_string(devs[i].need));
+
+        family(f, "pending_mounts", "gauge",
+               "Mounted filesystems that did not capture the desired state yet.");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, PREFIX "pending_mounts{device=\"%s\"} %u\n", devs[i].name, devs[i].pending);
+
+        family(f, "learned", "gauge",
+               "What Policy=balanced learned from stalls: 0 off, 1 on again, -1 nothing.");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, PREFIX "learned{device=\"%s\"} %d\n", devs[i].name, (int) devs[i].learned);
+
+        family(f, "stall_waits_total", "counter",
+               "Writers' waits for a page under writeback that stable writes cause, since the probe "
+               "started.");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].stalls)
+                        fprintf(f, PREFIX "stall_waits_total{device=\"%s\"} %" PRIu64 "\n", devs[i].name,
+                                devs[i].stalls->count);
+
+        family(f, "writeback_other_waits_total", "counter",
+               "Waits for writeback with other causes (sync: fsync and friends; other: truncation, "
+               "reclaim), which happen whatever stable writes say.");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].stalls && devs[i].stalls->classified) {
+                        fprintf(f,
+                                PREFIX "writeback_other_waits_total{device=\"%s\",cause=\"sync\"} %" PRIu64
+                                       "\n",
+                                devs[i].name, devs[i].stalls->sync_count);
+                        fprintf(f,
+                                PREFIX "writeback_other_waits_total{device=\"%s\",cause=\"other\"} %" PRIu64
+                                       "\n",
+                                devs[i].name, devs[i].stalls->other_count);
+                }
+
+        family(f, "stall_wait_seconds", "histogram",
+               "Durations of the waits stable writes cause (BPF probe only), since the probe started.");
+        for (size_t i = 0; i < n; i++) {
+                const StallStats *s = devs[i].stalls;
+                uint64_t cumulative = 0;
+
+                if (!s || !s->has_durations)
+                        continue;
+                for (unsigned b = 0; b + 1 < STALL_HIST_BUCKETS; b++) {
+                        cumulative += s->hist[b];
+                        fprintf(f, PREFIX "stall_wait_seconds_bucket{device=\"%s\",le=\"", devs[i].name);
+                        seconds(f, stall_hist_bucket_upper_usec(b));
+                        fprintf(f, "\"} %" PRIu64 "\n", cumulative);
+                }
+                fprintf(f, PREFIX "stall_wait_seconds_bucket{device=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                        devs[i].name, s->count);
+                fprintf(f, PREFIX "stall_wait_seconds_sum{device=\"%s\"} ", devs[i].name);
+                seconds(f, s->sum_usec);
+                fprintf(f, "\n" PREFIX "stall_wait_seconds_count{device=\"%s\"} %" PRIu64 "\n", devs[i].name,
+                        s->count);
+        }
+}
