@@ -36,7 +36,7 @@ static int local_engine(Engine *e) {
         if (r < 0)
                 return log_error_errno(r, "Cannot initialize: %m");
         if ((r = engine_load_config(e)) < 0 || (r = engine_load_overrides(e)) < 0 ||
-            (r = engine_scan(e)) < 0)
+            (r = engine_load_learned(e)) < 0 || (r = engine_scan(e)) < 0)
                 return log_error_errno(r, "Cannot read the devices: %m");
         return 0;
 }
@@ -226,6 +226,17 @@ static int explain_local(const char *name) {
         printf("  %-9s%s (%s): %s\n", "desired:", desired_to_string(d->decision.desired),
                desired_source_to_string(d->decision.source), d->decision.reason);
         printf("  %-9s%s\n", "setting:", setting_to_string(d->setting));
+        if (d->need_problem)
+                printf("  %-9s%s\n", "problem:", d->need_problem);
+        if (d->learned != LEARNED_NONE) {
+                char when[64] = "?";
+                time_t t = (time_t) (d->learned_since_usec / USEC_PER_SEC);
+                struct tm tm;
+                if (localtime_r(&t, &tm))
+                        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
+                printf("  %-9s%s since %s: %s\n", "learned:", learned_to_string(d->learned), when,
+                       d->learned_reason);
+        }
         return EXIT_OK;
 }
 

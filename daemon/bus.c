@@ -833,6 +833,12 @@ static int property_get_manager(sd_bus *bus, const char *path, const char *inter
                                         : strdup_printf("%s: %s", d->items[i].file, d->items[i].message);
                         r = s ? sd_bus_message_append(reply, "s", s) : -ENOMEM;
                 }
+                /* Need= lines that would lower a detected need: known per disk only. */
+                for (size_t i = 0; r >= 0 && i < manager_n_devices(b->manager); i++) {
+                        const char *p = manager_device(b->manager, i)->need_problem;
+                        if (p)
+                                r = sd_bus_message_append(reply, "s", p);
+                }
                 return r < 0 ? r : sd_bus_message_close_container(reply);
         }
         return -ENOENT;

@@ -48,9 +48,19 @@ n=$(sp_free_loop_number)
 loop=loop$n
 sp_loop_attach "$n" 256M
 mkfs.ext4 -q -F "/dev/$loop" || sp_fail "mkfs.ext4"
-echo 1 >"/sys/block/$loop/queue/stable_writes"
 mnt=$SP_TMP/mnt
-sp_mount "/dev/$loop" "$mnt"
+mkdir -p "$mnt"
+sp_defer "umount '$mnt'"
+# The filesystem captures the flag at mount: 1 before and still 1 after the mount (another
+# test's daemon that manages every disk could write it in between; then try again).
+for try in 1 2 3; do
+        echo 1 >"/sys/block/$loop/queue/stable_writes"
+        mount "/dev/$loop" "$mnt" || sp_fail "cannot mount /dev/$loop"
+        sp_flag_is "$loop" 1 && break
+        sp_log "the flag of $loop moved during the mount (another daemon?), mounting again"
+        umount "$mnt"
+        [ "$try" = 3 ] && sp_fail "cannot mount $loop with stable_writes=1: something else writes its flag"
+done
 stalls_throttle "$loop" 10
 
 sp_config "[Manager]
@@ -107,7 +117,8 @@ grep -Eq "learned: +off since [0-9-]+ [0-9:]+.*: p99 wait .* exceeds StallBudget
         sp_fail "explain does not say when and why it was learned"
 grep -q "pending" <<<"$explain" || sp_fail "explain does not show the pending mount"
 
-# 3. The figures.
+# 3. The figures, once the daemon polled the probe after the writer's last rewrite.
+sleep 1.5
 stats=$("$CTL" --no-pager --json stats "$loop")
 count=$(jq -r '.[0].count' <<<"$stats")
 p99=$(jq -r '.[0].p99_usec' <<<"$stats")
@@ -153,8 +164,8 @@ n = value("stablepages_stall_wait_seconds_count", device=dev)
 s = value("stablepages_stall_wait_seconds_sum", device=dev)
 assert vals[-1] == n == count, (vals[-1], n, count)
 assert 0.010 * n < s < 1.0 * n, ("sum in seconds", s, n)
-slow = sum(v for le, v in zip(les, vals) if le < 0.004)
-print("# metrics: %d waits, sum %.3f s, %d under 4 ms, flag %d" % (n, s, slow, flag))
+fast = max([v for le, v in zip(les, vals) if le < 0.065] or [0])
+print("# metrics: %d waits, sum %.3f s, %d of them under 65 ms, flag %d" % (n, s, fast, flag))
 PY
 
 # 5. After unmount + mount the filesystem runs without stable writes: no more slow rewrites.
@@ -170,7 +181,7 @@ busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager
 [ "$(stalls_dev_prop "$loop" StallCount)" = 0 ] || sp_fail "StallCount not 0 after ResetStalls"
 
 # 6. The one-shot applier at the next boot: the learned state, from the state dir.
-sp_daemon_kill "$SP_PID"
+sp_daemon_stop # SIGTERM: exit status 0 (and no leak under ASan)
 echo 1 >"/sys/block/$loop/queue/stable_writes"
 "$SP_BIN" --config-dir="$SP_ETC" --runtime-dir="$SP_RUNTIME" --state-dir="$SP_TMP/state" apply "$loop" ||
         sp_fail "stablepagesd apply failed"

@@ -49,6 +49,137 @@ static const Row rows[] = {
         { POLICY_LATENCY, NEED_REQUIRED, SETTING_OFF, true, 0, 0, true, 1, SOURCE_CONFIG, true, false, "integrity profile" },
 };
 
+/* The adaptive step of Policy=balanced: one window of measured stalls at a time. */
+typedef struct AdaptRow {
+        const char *what;
+        PolicyMode mode;
+        Need need;
+        Learned learned;
+        uint64_t last_change, last_over; /* seconds, 0 never */
+        bool measured;
+        uint64_t count, p99_ms;
+        uint64_t now; /* seconds */
+        Learned want;
+        bool changed, over;
+        const char *reason_part;
+} AdaptRow;
+
+#define S USEC_PER_SEC
+static const AdaptRow adapt_rows[] = {
+        { "over the budget: off, quoting the figures", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true,
+          40, 128, 5000, LEARNED_OFF, true, true,
+          "p99 wait 128.0 ms over the last 30 s (40 waits, max 130.0 ms) exceeds StallBudgetMSec=10.0 ms: stable "
+          "writes off" },
+        { "at the budget is within it", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 10, 5000,
+          LEARNED_NONE, false, false, "is within StallBudgetMSec=10.0 ms" },
+        { "no waits", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 0, 0, 5000, LEARNED_NONE, false,
+          false, "no stable-pages waits in the last 30 s" },
+        { "not measured (tracefs): nothing changes", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, false,
+          40, 128, 5000, LEARNED_NONE, false, false, "not measured" },
+        { "not measured keeps a learned off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 1000, false, 0,
+          0, 9000, LEARNED_OFF, false, false, "keeping what was learned (off)" },
+        { "learned on again, over again within the calm: held", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_ON,
+          4500, 1000, true, 40, 128, 5000, LEARNED_ON, false, true, "the last change was only 500 s ago" },
+        { "learned on again, over after the calm: off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_ON, 1000, 900,
+          true, 40, 128, 5000, LEARNED_OFF, true, true, "stable writes off" },
+        { "off, still over: stays off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4990, true, 40, 128,
+          5000, LEARNED_OFF, false, true, "off until calm for StallCalmSec=1800 s" },
+        { "off, calm but not for long enough", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4000, true, 0,
+          0, 5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
+        { "off, calm since the change only", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 4000, 0, true, 0, 0,
+          5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
+        { "off, calm for StallCalmSec: on again", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 3200, true,
+          3, 2, 5000, LEARNED_ON, true, false,
+          "no window over StallBudgetMSec=10.0 ms for 1800 s (StallCalmSec=1800 s): stable writes on again" },
+        { "required: never relaxed, cost and reason reported", POLICY_BALANCED, NEED_REQUIRED, LEARNED_NONE, 0, 0,
+          true, 40, 128, 5000, LEARNED_NONE, false, true,
+          "need is required (the reason), so stable writes stay on whatever they cost: p99 wait 128.0 ms" },
+        { "unknown: never relaxed", POLICY_BALANCED, NEED_UNKNOWN, LEARNED_NONE, 0, 0, true, 40, 128, 5000,
+          LEARNED_NONE, false, true, "need is unknown (the reason), so stable writes stay on" },
+        { "need none: nothing to adapt", POLICY_BALANCED, NEED_NONE, LEARNED_NONE, 0, 0, true, 40, 128, 5000,
+          LEARNED_NONE, false, true, "nothing to adapt (Policy=balanced, need none)" },
+        { "Policy=integrity does not adapt", POLICY_INTEGRITY, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 128,
+          5000, LEARNED_NONE, false, true, "nothing to adapt (Policy=integrity" },
+        { "Policy=latency does not adapt", POLICY_LATENCY, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 128,
+          5000, LEARNED_NONE, false, true, "nothing to adapt (Policy=latency" },
+};
+
+/* Runs policy_adapt() over a load whose window is over the budget every period; checks that
+ * no two changes come within StallCalmSec= and returns the number of changes. */
+static unsigned simulate_flapping(uint64_t period) {
+        Learned learned = LEARNED_NONE;
+        uint64_t last_change = 0, last_over = 0;
+        unsigned changes = 0;
+
+        for (uint64_t now = 10 * S; now <= 14400 * S; now += 10 * S) {
+                bool over = now % period == 10 * S;
+                AdaptInput in = { .name = "dev0", .mode = POLICY_BALANCED, .need = NEED_RECOMMENDED,
+                                  .learned = learned, .last_change_usec = last_change,
+                                  .last_over_usec = last_over, .measured = true, .count = 10,
+                                  .p99_usec = over ? 50 * USEC_PER_MSEC : USEC_PER_MSEC,
+                                  .max_usec = 60 * USEC_PER_MSEC, .window_usec = 10 * S,
+                                  .budget_usec = 10 * USEC_PER_MSEC, .calm_usec = 1800 * S, .now_usec = now };
+                AdaptDecision d = {};
+                CHECK_INT(policy_adapt(&in, &d), 0);
+                if (d.over)
+                        last_over = now;
+                if (d.changed) {
+                        CHECK(last_change == 0 || now - last_change >= 1800 * S);
+                        last_change = now;
+                        changes++;
+                }
+                learned = d.learned;
+                adapt_decision_done(&d);
+        }
+        return changes;
+}
+
+static void test_adapt(void) {
+        for (size_t i = 0; i < sizeof adapt_rows / sizeof adapt_rows[0]; i++) {
+                const AdaptRow *t = &adapt_rows[i];
+                AdaptInput in = {
+                        .name = "dev0",
+                        .mode = t->mode,
+                        .need = t->need,
+                        .need_reason = "the reason",
+                        .learned = t->learned,
+                        .last_change_usec = t->last_change * S,
+                        .last_over_usec = t->last_over * S,
+                        .measured = t->measured,
+                        .count = t->count,
+                        .p99_usec = t->p99_ms * USEC_PER_MSEC,
+                        .max_usec = t->count ? 130 * USEC_PER_MSEC : 0,
+                        .window_usec = 30 * S,
+                        .budget_usec = 10 * USEC_PER_MSEC,
+                        .calm_usec = 1800 * S,
+                        .now_usec = t->now * S,
+                };
+                AdaptDecision d = {};
+
+                fprintf(stderr, "adapt row %zu: %s\n", i, t->what);
+                CHECK_INT(policy_adapt(&in, &d), 0);
+                CHECK_INT(d.learned, t->want);
+                CHECK_INT(d.changed, t->changed);
+                CHECK_INT(d.over, t->over);
+                CHECK_CONTAINS(d.reason, t->reason_part);
+                adapt_decision_done(&d);
+        }
+
+        /* Never flapping faster than StallCalmSec=: one window every 10 s for 4 hours. A load
+         * alternating over and under the budget at every window learns off once and is never
+         * calm long enough to go back; a load over the budget for one window every 2000 s
+         * flaps, but never within 1800 s of the last change. */
+        CHECK_INT(simulate_flapping(20 * S), 1);
+        CHECK(simulate_flapping(2000 * S) >= 3);
+        char buf[32];
+        CHECK_STR(format_usec(850, buf), "850 us");
+        CHECK_STR(format_usec(12500, buf), "12.5 ms");
+        CHECK_STR(format_usec(300 * S, buf), "300 s");
+        CHECK_STR(format_usec(3200000, buf), "3.20 s");
+        CHECK_STR(learned_to_string(LEARNED_OFF), "off");
+        CHECK(!learned_to_string(LEARNED_NONE));
+}
+
 int main(void) {
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
                 const Row *t = &rows[i];
@@ -88,5 +219,6 @@ int main(void) {
         CHECK_CONTAINS(d.reason, "sdz is not listed in Devices=");
         policy_decision_done(&d);
 
+        test_adapt();
         return tests_finish();
 }
