@@ -16,6 +16,9 @@ char *learned_key(const DeviceFacts *f) {
                 return strdup_printf("wwn:%s", wwn);
         if (serial)
                 return strdup_printf("serial:%s", serial);
+        /* A loop device is its backing file: the number is whatever was free. */
+        if (f->kind == DEVICE_KIND_LOOP && !isempty(f->loop_backing_file))
+                return strdup_printf("loop:%s", f->loop_backing_file);
         return strdup_printf("name:%s", f->name);
 }
 

@@ -6,8 +6,8 @@
  * the one-shot udev applier at the next boot sets the learned state before the filesystem is
  * mounted. One line per disk, tab-separated:
  *   <key> <disk> <off|on> <since usec, CLOCK_REALTIME> <p99 usec> <waits> <budget usec> <reason>
- * The key identifies the disk across reboots: "wwn:<ID_WWN>", "serial:<ID_SERIAL>", else
- * "name:<kernel name>". */
+ * The key identifies the disk across reboots: "wwn:<ID_WWN>", "serial:<ID_SERIAL>",
+ * "loop:<backing file>" for a loop device, else "name:<kernel name>". */
 
 #include <stdint.h>
 
@@ -30,7 +30,8 @@ typedef struct LearnedRecords {
         size_t n;
 } LearnedRecords;
 
-/* The key of a disk: by WWN, serial, else kernel name. Returns a new string or NULL. */
+/* The key of a disk: by WWN, serial, loop backing file, else kernel name. Returns a new string
+ * or NULL. */
 char *learned_key(const DeviceFacts *f);
 
 /* Loads dir/learned. A missing file is an empty set; malformed lines are skipped with a

@@ -623,8 +623,8 @@ static int manager_sample_stalls(Manager *m, uint64_t now) {
                         return -ENOMEM;
         }
         for (size_t j = 0; j < n; j++) {
-                if (list[j].devnum == 0)
-                        continue; /* btrfs, NFS: no disk of ours */
+                if (list[j].devnum == 0 || !device_table_find_devnum(&m->engine.table, list[j].devnum))
+                        continue; /* btrfs, NFS, FUSE: no disk of ours */
                 DeviceStalls *s = stalls_find(m, list[j].devnum, true);
                 if (!s)
                         return -ENOMEM;
@@ -637,6 +637,24 @@ static int manager_sample_stalls(Manager *m, uint64_t now) {
                 s->total = list[j];
         }
         return 0;
+}
+
+/* Forgets the figures of disks that are gone, in the probe too: a new disk with the same
+ * number starts from nothing. */
+static void manager_forget_stalls(Manager *m) {
+        if (!m->scanned)
+                return;
+        for (size_t i = 0; i < m->n_stalls;) {
+                DeviceStalls *s = &m->stalls[i];
+                if (device_table_find_devnum(&m->engine.table, s->devnum)) {
+                        i++;
+                        continue;
+                }
+                if (stall_probe_mode(m->probe) != STALL_PROBE_UNAVAILABLE)
+                        (void) stall_probe_reset(m->probe, s->devnum);
+                device_stalls_done(s);
+                *s = m->stalls[--m->n_stalls];
+        }
 }
 
 /* Runs the adaptive policy on one disk's window; true when what was learned changed. */
@@ -721,6 +739,7 @@ static void manager_poll_stalls(Manager *m) {
         bool changed = false;
         int r;
 
+        manager_forget_stalls(m);
         r = manager_sample_stalls(m, now);
         if (r < 0 && r != -EOPNOTSUPP)
                 log_warning_errno(r, "Cannot read the stall probe: %m");

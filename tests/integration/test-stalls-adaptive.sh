@@ -110,7 +110,7 @@ json=$("$CTL" --json status "$loop")
 [ "$(jq -r '.[0].mounts[0].pending' <<<"$json")" = true ] || sp_fail "mount not pending: $json"
 [ "$(jq -r '.[0].learned' <<<"$json")" = off ] || sp_fail "status --json: learned is not off"
 [ "$(stalls_dev_prop "$loop" Pending)" = true ] || sp_fail "Pending property is not true"
-grep -qP "^name:$loop\t$loop\toff\t" "$SP_TMP/state/learned" || sp_fail "no learned record: $(cat "$SP_TMP/state/learned" 2>&1)"
+grep -qP "^loop:$SP_TMP/loop$n.img\t$loop\toff\t" "$SP_TMP/state/learned" || sp_fail "no learned record: $(cat "$SP_TMP/state/learned" 2>&1)"
 explain=$("$CTL" --no-pager explain "$loop")
 sp_log "explain:"; sed 's/^/#   /' <<<"$explain"
 grep -Eq "learned: +off since [0-9-]+ [0-9:]+.*: p99 wait .* exceeds StallBudgetMSec=10.0 ms" <<<"$explain" ||

@@ -85,10 +85,18 @@ static void test_key(void) {
         _cleanup_free_ char *k2 = learned_key(&f);
         f.properties = NULL;
         _cleanup_free_ char *k3 = learned_key(&f);
+        DeviceFacts loop = { .name = (char *) "loop7",
+                             .kind = DEVICE_KIND_LOOP,
+                             .loop_backing_file = (char *) "/srv/images/a b.img" };
+        _cleanup_free_ char *k4 = learned_key(&loop);
+        loop.loop_backing_file = NULL;
+        _cleanup_free_ char *k5 = learned_key(&loop);
 
         CHECK_STR(k1, "wwn:0x50");
         CHECK_STR(k2, "serial:disk_1");
         CHECK_STR(k3, "name:sdb");
+        CHECK_STR(k4, "loop:/srv/images/a b.img");
+        CHECK_STR(k5, "name:loop7");
 }
 
 /* A fake loop disk (need none) and zram disk (need required) under root. */
