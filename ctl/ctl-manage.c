@@ -14,7 +14,8 @@
 static int daemon_bus(const char *verb, sd_bus **ret) {
         int r = ctl_bus_open(ret);
         if (r < 0) {
-                log_error_errno(r, "%s: stablepagesd is not running: cannot connect to the system bus: %m", verb);
+                log_error_errno(r, "%s: stablepagesd is not running: cannot connect to the system bus: %m",
+                                verb);
                 return EXIT_FAIL;
         }
         if (!ctl_daemon_running(*ret)) {
@@ -40,8 +41,8 @@ int verb_set(int argc, char **argv) {
         if (r != EXIT_OK)
                 return r;
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "SetDevicePolicy", &error, &reply,
-                               "sst", argv[0], argv[1], flags);
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "SetDevicePolicy", &error,
+                               &reply, "sst", argv[0], argv[1], flags);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
         if (sd_bus_message_read(reply, "s", &message) >= 0)
@@ -57,8 +58,8 @@ int verb_reset(int argc, char **argv) {
         if (r != EXIT_OK)
                 return r;
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error, NULL,
-                               "st", argv[0], arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error,
+                               NULL, "st", argv[0], arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
         return EXIT_OK;
@@ -125,7 +126,8 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         int a = 0, b = 0;
 
         if (streq(member, "Applied") && sd_bus_message_read(m, "sbbs", &name, &a, &b, &s) >= 0)
-                printf("applied  %s: stable writes %s -> %s: %s\n", name, a ? "on" : "off", b ? "on" : "off", s);
+                printf("applied  %s: stable writes %s -> %s: %s\n", name, a ? "on" : "off", b ? "on" : "off",
+                       s);
         else if (streq(member, "Refused") && sd_bus_message_read(m, "ss", &name, &s) >= 0)
                 printf("refused  %s: %s\n", name, s);
         else if (streq(member, "RemountFinished")) {
@@ -134,6 +136,12 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 if (sd_bus_message_read(m, "ssbts", &target, &device, &a, &usec, &s) >= 0)
                         printf("remount  %s on %s: %s (%.1f ms): %s\n", target, device, a ? "ok" : "FAILED",
                                (double) usec / 1000.0, s);
+        } else if (streq(member, "BudgetExceeded")) {
+                uint64_t p99 = 0, budget = 0, count = 0;
+                if (sd_bus_message_read(m, "sttt", &name, &p99, &budget, &count) >= 0)
+                        printf("budget   %s: p99 wait %.1f ms over the budget of %.1f ms (%" PRIu64
+                               " waits): stable writes off\n",
+                               name, (double) p99 / 1000.0, (double) budget / 1000.0, count);
         } else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0)
                 printf("reloaded %s\n", a ? "ok" : "with errors, kept the last good configuration");
         else if (streq(member, "PropertiesChanged")) {
@@ -156,7 +164,8 @@ int verb_monitor(int argc, char **argv) {
         r = sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, NULL, on_signal, NULL);
         if (r >= 0)
                 r = sd_bus_add_match(bus, NULL,
-                                     "type='signal',sender='" BUS_NAME "',interface='org.freedesktop.DBus.Properties',"
+                                     "type='signal',sender='" BUS_NAME
+                                     "',interface='org.freedesktop.DBus.Properties',"
                                      "member='PropertiesChanged',path_namespace='" BUS_DEVICE_PREFIX "'",
                                      on_signal, NULL);
         if (r < 0)

@@ -737,7 +737,7 @@ static int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *er
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
                 r = sd_bus_message_append(
-                        reply, "sbbtttt", stall_probe_mode_to_string(stall_probe_mode(mgr->probe)), measured,
+                        reply, "sbbtttt", stall_probe_mode_to_string(manager_stall_mode(mgr)), measured,
                         durations, measured ? total.count : na, durations ? total.sum_usec : na,
                         durations ? total.max_usec : na, p50);
         if (r >= 0)
@@ -751,12 +751,11 @@ static int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *er
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "tttttts",
-                                          measured && total.classified ? total.sync_count : na,
-                                          measured && total.classified ? total.other_count : na,
-                                          mgr->engine.config.stall_window_usec, measured ? win.count : na,
-                                          wp99, durations ? win.max_usec : na,
-                                          measured ? reason ?: "" : stall_probe_mode_reason(mgr->probe));
+                r = sd_bus_message_append(
+                        reply, "tttttts", measured && total.classified ? total.sync_count : na,
+                        measured && total.classified ? total.other_count : na,
+                        mgr->engine.config.stall_window_usec, measured ? win.count : na, wp99,
+                        durations ? win.max_usec : na, measured ? reason ?: "" : manager_stall_reason(mgr));
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -774,7 +773,7 @@ static int reset_stalls_authorized(BusService *b, sd_bus_message *m, sd_bus_erro
         r = manager_reset_stalls(b->manager, name);
         if (r == -EOPNOTSUPP)
                 return reply_error(error, SD_BUS_ERROR_NOT_SUPPORTED, "No stall probe is running: %s",
-                                   stall_probe_mode_reason(b->manager->probe));
+                                   manager_stall_reason(b->manager));
         if (r == -ENODEV)
                 return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
         if (r < 0)
@@ -814,12 +813,10 @@ static int property_get_manager(sd_bus *bus, const char *path, const char *inter
         if (streq(property, "StallBudgetUSec"))
                 return sd_bus_message_append(reply, "t", c->stall_budget_usec);
         if (streq(property, "StallProbe"))
-                return sd_bus_message_append(
-                        reply, "s", stall_probe_mode_to_string(stall_probe_mode(b->manager->probe)));
-        if (streq(property, "StallProbeReason"))
                 return sd_bus_message_append(reply, "s",
-                                             b->manager->probe ? stall_probe_mode_reason(b->manager->probe)
-                                                               : "the probe is not started");
+                                             stall_probe_mode_to_string(manager_stall_mode(b->manager)));
+        if (streq(property, "StallProbeReason"))
+                return sd_bus_message_append(reply, "s", manager_stall_reason(b->manager));
         if (streq(property, "NDevices"))
                 return sd_bus_message_append(reply, "u", (uint32_t) manager_n_devices(b->manager));
         if (streq(property, "ConfigProblems")) {
@@ -987,9 +984,8 @@ static int property_get_device(sd_bus *bus, const char *path, const char *interf
                 if (streq(property, "StallWindowCount"))
                         return sd_bus_message_append(reply, "t", measured ? win.count : na);
                 if (streq(property, "StallReason"))
-                        return sd_bus_message_append(reply, "s",
-                                                     measured ? reason ?: ""
-                                                              : stall_probe_mode_reason(b->manager->probe));
+                        return sd_bus_message_append(
+                                reply, "s", measured ? reason ?: "" : manager_stall_reason(b->manager));
                 (void) device_stall_p99(b->manager, d, streq(property, "StallWindowP99USec"), &p99);
                 return sd_bus_message_append(reply, "t", p99);
         }

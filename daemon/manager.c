@@ -177,9 +177,9 @@ void manager_dump_json(Manager *m, FILE *f, bool pretty) {
         json_key(&w, "uevent_source");
         json_string(&w, m->udev ? udev_watch_source(m->udev) : NULL);
         json_key(&w, "stall_probe");
-        json_string(&w, m->probe ? stall_probe_mode_to_string(stall_probe_mode(m->probe)) : NULL);
+        json_string(&w, stall_probe_mode_to_string(manager_stall_mode(m)));
         json_key(&w, "stall_probe_reason");
-        json_string(&w, m->probe ? stall_probe_mode_reason(m->probe) : NULL);
+        json_string(&w, manager_stall_reason(m));
         json_key(&w, "devices");
         json_array_begin(&w);
         for (size_t i = 0; i < manager_n_devices(m); i++) {
@@ -575,8 +575,7 @@ static void device_stalls_done(DeviceStalls *s) {
 
 /* No waits of the disk devnum, as the probe's mode would report them. */
 static StallStats stall_stats_empty(const Manager *m, dev_t devnum) {
-        return (StallStats){ .devnum = devnum,
-                             .has_durations = stall_probe_mode(m->probe) == STALL_PROBE_BPF };
+        return (StallStats){ .devnum = devnum, .has_durations = manager_stall_mode(m) == STALL_PROBE_BPF };
 }
 
 static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
@@ -650,7 +649,7 @@ static void manager_forget_stalls(Manager *m) {
                         i++;
                         continue;
                 }
-                if (stall_probe_mode(m->probe) != STALL_PROBE_UNAVAILABLE)
+                if (manager_stall_mode(m) != STALL_PROBE_UNAVAILABLE)
                         (void) stall_probe_reset(m->probe, s->devnum);
                 device_stalls_done(s);
                 *s = m->stalls[--m->n_stalls];
@@ -682,7 +681,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
                 .learned = d->learned,
                 .last_change_usec = d->learned_since_usec,
                 .last_over_usec = s->last_over_usec,
-                .measured = stall_probe_mode(m->probe) == STALL_PROBE_BPF && win.has_durations,
+                .measured = manager_stall_mode(m) == STALL_PROBE_BPF && win.has_durations,
                 .count = win.count,
                 .p99_usec = p99,
                 .max_usec = win.max_usec,
@@ -802,7 +801,7 @@ static int manager_write_metrics(Manager *m) {
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        metrics_write(f, stall_probe_mode_to_string(stall_probe_mode(m->probe)), devs, manager_n_devices(m));
+        metrics_write(f, stall_probe_mode_to_string(manager_stall_mode(m)), devs, manager_n_devices(m));
         if (fclose(f) != 0)
                 return -ENOMEM;
         return write_file_atomic(path, buf, size, 0644);
@@ -851,9 +850,17 @@ static int manager_arm_stall_timers(Manager *m) {
         return sd_event_source_set_enabled(m->metrics_timer, SD_EVENT_ONESHOT);
 }
 
+StallProbeMode manager_stall_mode(const Manager *m) {
+        return m->probe ? stall_probe_mode(m->probe) : STALL_PROBE_UNAVAILABLE;
+}
+
+const char *manager_stall_reason(const Manager *m) {
+        return m->probe ? stall_probe_mode_reason(m->probe) : "the stall probe is not started yet";
+}
+
 int manager_device_stalls(Manager *m, const EngineDevice *d, StallStats *ret_total, StallStats *ret_window,
                           const char **ret_reason) {
-        if (!m->probe || stall_probe_mode(m->probe) == STALL_PROBE_UNAVAILABLE)
+        if (manager_stall_mode(m) == STALL_PROBE_UNAVAILABLE)
                 return -EOPNOTSUPP;
         DeviceStalls *s = stalls_find(m, d->facts->devnum, false);
         if (ret_total)
@@ -877,7 +884,7 @@ int manager_reset_stalls(Manager *m, const char *name) {
                         return -ENODEV;
                 devnum = d->facts->devnum;
         }
-        if (!m->probe || stall_probe_mode(m->probe) == STALL_PROBE_UNAVAILABLE)
+        if (manager_stall_mode(m) == STALL_PROBE_UNAVAILABLE)
                 return -EOPNOTSUPP;
         r = stall_probe_reset(m->probe, devnum);
         if (r < 0)
@@ -951,7 +958,7 @@ void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w
         json_key(w, "stalls");
         json_object_begin(w);
         json_key(w, "mode");
-        json_string(w, m->probe ? stall_probe_mode_to_string(stall_probe_mode(m->probe)) : "unavailable");
+        json_string(w, stall_probe_mode_to_string(manager_stall_mode(m)));
         json_key(w, "measured");
         json_bool(w, measured);
         json_key(w, "durations");
@@ -965,9 +972,7 @@ void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w
                 stats_json(&window, w, false);
         }
         json_key(w, "reason");
-        json_string(w, measured   ? reason
-                       : m->probe ? stall_probe_mode_reason(m->probe)
-                                  : "the probe is not started");
+        json_string(w, measured ? reason : manager_stall_reason(m));
         json_object_end(w);
 }
 
@@ -1065,9 +1070,8 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the stall probe: %m");
         m->stall_poll_usec = now_usec_realtime();
-        log_full(stall_probe_mode(m->probe) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING,
-                 "Stall probe: %s (%s).", stall_probe_mode_to_string(stall_probe_mode(m->probe)),
-                 stall_probe_mode_reason(m->probe));
+        log_full(manager_stall_mode(m) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING, "Stall probe: %s (%s).",
+                 stall_probe_mode_to_string(manager_stall_mode(m)), manager_stall_reason(m));
 
         r = manager_reconcile(m);
         if (r < 0)

@@ -172,6 +172,10 @@ int manager_get_mounts(Manager *m, const char *disk, const TrackedMount ***ret);
 /* Number of pending mounts on disk, or on every disk when disk is NULL. */
 unsigned manager_count_pending(const Manager *m, const char *disk);
 
+/* The stall probe's mode, and why: "unavailable" before the probe is started. */
+StallProbeMode manager_stall_mode(const Manager *m);
+const char *manager_stall_reason(const Manager *m);
+
 /* The stall figures of disk d: *ret_total since the probe started or was reset, *ret_window
  * over the last StallWindowSec= (either may be NULL), *ret_reason what the adaptive policy
  * made of them (may be NULL). A disk without waits reads count 0. Returns 0, or -EOPNOTSUPP

@@ -7,7 +7,8 @@
 # and a 3 s window. Asserted:
 #   1. the BPF probe runs (StallProbe=bpf; skip otherwise) and the disk reads as measured, 0 waits;
 #   2. after the writer, the daemon learned off: desired off with source "stalls", the flag 0,
-#      the log quotes the p99 and the budget, the BudgetExceeded signal carried the figures,
+#      the log quotes the p99 and the budget, the BudgetExceeded signal carried the figures
+#      (and stablepagesctl monitor printed it),
 #      the mount is reported pending (stablepagesctl --json and the Pending property), the
 #      learned file exists under --state-dir, explain says when and why it was learned;
 #   3. GetStalls / stablepagesctl stats show the waits: count close to the writer's slow
@@ -90,6 +91,8 @@ dev() { jq -r --arg d "$loop" ".devices[] | select(.name == \$d) | $1" "$SP_RUNT
 
 busctl --system monitor --match "type='signal',member='BudgetExceeded'" >"$SP_TMP/signals" 2>&1 &
 sp_defer "kill $!"
+"$CTL" --no-pager monitor >"$SP_TMP/monitor" 2>&1 &
+sp_defer "kill $!"
 sleep 0.5
 
 # 2. The writer stalls; the daemon learns off.
@@ -106,6 +109,7 @@ grep -E "$loop: Policy=balanced learned off: p99 wait [0-9.]+ ms over the last 3
 sp_wait_for 3000 "BudgetExceeded signal" grep -q BudgetExceeded "$SP_TMP/signals" >/dev/null
 grep -A8 BudgetExceeded "$SP_TMP/signals" | grep -q "\"$loop\"" || sp_fail "BudgetExceeded without the device"
 grep -A8 BudgetExceeded "$SP_TMP/signals" | grep -q "UINT64 10000" || sp_fail "BudgetExceeded without the budget"
+sp_wait_for 3000 "stablepagesctl monitor: budget" grep -q "^budget   $loop: p99 wait [0-9.]* ms over the budget of 10.0 ms" "$SP_TMP/monitor" >/dev/null
 json=$("$CTL" --json status "$loop")
 [ "$(jq -r '.[0].mounts[0].pending' <<<"$json")" = true ] || sp_fail "mount not pending: $json"
 [ "$(jq -r '.[0].learned' <<<"$json")" = off ] || sp_fail "status --json: learned is not off"
