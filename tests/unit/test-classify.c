@@ -42,7 +42,7 @@ static const Expect expects[] = {
         { "vm-6.1-md-raid6-sc1", "dm-0", NEED_REQUIRED, "stacked on md0, which is required: md raid6 with skip_copy=1", NULL, true, "-111" },
         { "vm-6.1-md-raid6-sc1", "loop0", NEED_NONE, "buffered I/O (dio=0)", NULL, false, "-000" },
         { "vm-6.1-dm-crypt", "dm-0", NEED_NONE, "dm-crypt (sp-crypt) encrypts the page into its own buffer", NULL, false, "-000" },
-        { "vm-6.1-dm-integrity-journal", "dm-0", NEED_RECOMMENDED, "dm-integrity (sp-integrity) did not declare", NULL, false, "-011" },
+        { "vm-6.1-dm-integrity-journal", "dm-0", NEED_NONE, "dm-integrity (sp-integrity) did not declare", NULL, false, "-000" },
         { "vm-6.1-dm-integrity-bitmap", "dm-0", NEED_REQUIRED, "dm-integrity (sp-integrity) declared stable writes", NULL, true, "-111" },
         { "vm-6.1-dm-integrity-nojournal", "dm-0", NEED_REQUIRED, "dm-integrity (sp-integrity) declared stable writes", NULL, true, "-111" },
         /* the kernel does not propagate the need through a file: the engine must */
@@ -61,7 +61,7 @@ static const Expect expects[] = {
         { "vm-6.12-md-raid6-sc1", "dm-0", NEED_REQUIRED, "stacked on md0, which is required: md raid6 with skip_copy=1", NULL, true, "-111" },
         { "vm-6.12-md-raid6-sc1", "loop0", NEED_NONE, "buffered I/O (dio=0)", NULL, false, "-000" },
         { "vm-6.12-dm-crypt", "dm-0", NEED_NONE, "dm-crypt (sp-crypt) encrypts the page into its own buffer", NULL, false, "-000" },
-        { "vm-6.12-dm-integrity-journal", "dm-0", NEED_RECOMMENDED, "dm-integrity (sp-integrity) did not declare", NULL, false, "-011" },
+        { "vm-6.12-dm-integrity-journal", "dm-0", NEED_NONE, "dm-integrity (sp-integrity) did not declare", NULL, false, "-000" },
         { "vm-6.12-dm-integrity-bitmap", "dm-0", NEED_REQUIRED, "dm-integrity (sp-integrity) declared stable writes", NULL, true, "-111" },
         { "vm-6.12-dm-integrity-nojournal", "dm-0", NEED_REQUIRED, "dm-integrity (sp-integrity) declared stable writes", NULL, true, "-111" },
         /* the kernel does not propagate the need through a file: the engine must */

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stable-pages hazard as a workload: pages modified while they are under writeback.
  *
- *   race-writer [--pages N] [--seconds S] FILE
+ *   race-writer [--pages N] [--seconds S] [--read-device DEV] FILE
  *     Creates FILE with N pages (default 256), writes it back once, maps it shared and, for S
  *     seconds (default 5), lets one thread store into every page without pause while the main
  *     thread writes the file back again and again (sync_file_range WAIT_BEFORE|WRITE|WAIT_AFTER,
  *     which reports write errors). Without stable writes in force the stores land in pages
  *     whose writeback has started; with them, each store waits for the page's writeback.
+ *     With --read-device, a third thread reads the file's blocks straight from DEV (the block
+ *     device the filesystem is on; where they are comes from FIEMAP) with O_DIRECT, 64 KiB at a
+ *     time, round after round, so that data stored with a tag that does not match it (e.g.
+ *     dm-integrity) fails to read before a later write-back repairs it.
  *     Prints one line
- *       syncs=N errors=K first_error=STRING stores=M
+ *       syncs=N errors=K first_error=STRING stores=M [reads=R read_errors=E first_read_error=S]
  *     where errors counts write-backs that failed (EIO from the kernel: the device rejected
- *     the data, e.g. a PI guard check), then fsyncs and exits 0; 1 on setup failures only.
+ *     the data, e.g. a PI guard check) and read_errors the failed device reads, then fsyncs and
+ *     exits 0; 1 on setup failures only.
  *
  * The caller reads the kernel log and the device afterwards: this program only makes the
  * race happen and reports what the kernel returned to it. */
@@ -27,6 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +48,14 @@ typedef struct Region {
         volatile unsigned char *p;
         size_t size;
 } Region;
+
+typedef struct Reader {
+        int fd;
+        off_t start;
+        size_t size;
+        unsigned long reads, errors;
+        char first_error[64];
+} Reader;
 
 static double now(void) {
         struct timespec ts;
@@ -60,17 +76,53 @@ static void *dirtier(void *arg) {
         return NULL;
 }
 
+/* Reads the file's extent on the device, 64 KiB at a time, until told to stop. */
+static void *reader(void *arg) {
+        Reader *r = arg;
+        const size_t chunk = 64 * 1024;
+        void *buf;
+
+        if (posix_memalign(&buf, PAGE, chunk) != 0)
+                return NULL;
+        snprintf(r->first_error, sizeof(r->first_error), "none");
+        while (!atomic_load_explicit(&stop, memory_order_relaxed))
+                for (size_t off = 0; off < r->size; off += chunk, r->reads++)
+                        if (pread(r->fd, buf, chunk, r->start + (off_t) off) < 0 && r->errors++ == 0)
+                                snprintf(r->first_error, sizeof(r->first_error), "%s",
+                                         strerrorname_np(errno) ?: "?");
+        free(buf);
+        return NULL;
+}
+
+/* The physical byte offset of FILE's data on its device, when it is one extent of SIZE bytes. */
+static int file_extent(int fd, size_t size, off_t *ret) {
+        struct {
+                struct fiemap map;
+                struct fiemap_extent extent[2];
+        } f = { .map = { .fm_length = size, .fm_flags = FIEMAP_FLAG_SYNC, .fm_extent_count = 2 } };
+
+        if (ioctl(fd, FS_IOC_FIEMAP, &f) < 0)
+                return -errno;
+        if (f.map.fm_mapped_extents != 1 || f.map.fm_extents[0].fe_length < size)
+                return -ERANGE;
+        *ret = (off_t) f.map.fm_extents[0].fe_physical;
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "pages", required_argument, NULL, 'p' },
                 { "seconds", required_argument, NULL, 's' },
+                { "read-device", required_argument, NULL, 'r' },
                 {},
         };
         long pages = 256;
         double seconds = 5;
         unsigned long syncs = 0, errors = 0;
         char first_error[64] = "none";
-        pthread_t t;
+        const char *device = NULL;
+        Reader rd = { .fd = -1 };
+        pthread_t t, tr;
         int c, fd;
 
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -80,6 +132,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case 's':
                         seconds = strtod(optarg, NULL);
+                        break;
+                case 'r':
+                        device = optarg;
                         break;
                 default:
                         return 2;
@@ -106,7 +161,22 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        if (pthread_create(&t, NULL, dirtier, &r) != 0) {
+        if (device) {
+                int e;
+                rd.size = r.size;
+                rd.fd = open(device, O_RDONLY | O_DIRECT | O_CLOEXEC);
+                if (rd.fd < 0) {
+                        perror(device);
+                        return 1;
+                }
+                e = file_extent(fd, r.size, &rd.start);
+                if (e < 0) {
+                        fprintf(stderr, "FIEMAP of %s: %s\n", argv[optind], strerror(-e));
+                        return 1;
+                }
+        }
+        if (pthread_create(&t, NULL, dirtier, &r) != 0 ||
+            (device && pthread_create(&tr, NULL, reader, &rd) != 0)) {
                 fprintf(stderr, "pthread_create failed\n");
                 return 1;
         }
@@ -119,9 +189,14 @@ int main(int argc, char *argv[]) {
                 }
         atomic_store(&stop, true);
         pthread_join(t, NULL);
+        if (device)
+                pthread_join(tr, NULL);
         if (fsync(fd) < 0 && errors++ == 0)
                 snprintf(first_error, sizeof(first_error), "%s", strerrorname_np(errno) ?: "?");
-        printf("syncs=%lu errors=%lu first_error=%s stores=%lu\n", syncs, errors, first_error,
+        printf("syncs=%lu errors=%lu first_error=%s stores=%lu", syncs, errors, first_error,
                atomic_load(&stores));
+        if (device)
+                printf(" reads=%lu read_errors=%lu first_read_error=%s", rd.reads, rd.errors, rd.first_error);
+        printf("\n");
         return 0;
 }
