@@ -1054,6 +1054,25 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         return 0;
 }
 
+static int on_probe_start(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        m->probe_start = sd_event_source_disable_unref(m->probe_start);
+        r = stall_probe_new(&m->probe);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the stall probe, nothing is measured: %m");
+                return 0;
+        }
+        m->stall_poll_usec = now_usec_realtime();
+        log_full(manager_stall_mode(m) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING, "Stall probe: %s (%s).",
+                 stall_probe_mode_to_string(manager_stall_mode(m)), manager_stall_reason(m));
+        r = manager_arm_stall_timers(m);
+        if (r < 0)
+                log_error_errno(r, "Cannot arm the stall and metrics timers, stall figures stop: %m");
+        return 0;
+}
+
 int manager_start(Manager *m) {
         int r;
 
@@ -1066,12 +1085,14 @@ int manager_start(Manager *m) {
         r = remount_new(m, &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
-        r = stall_probe_new(&m->probe);
+        /* The probe loads BPF programs and reads kallsyms (~0.5 s, far more under valgrind):
+         * after READY=1, first thing in the event loop. */
+        r = sd_event_add_defer(m->event, &m->probe_start, on_probe_start, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(m->probe_start, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
-                return log_error_errno(r, "Cannot set up the stall probe: %m");
-        m->stall_poll_usec = now_usec_realtime();
-        log_full(manager_stall_mode(m) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING, "Stall probe: %s (%s).",
-                 stall_probe_mode_to_string(manager_stall_mode(m)), manager_stall_reason(m));
+                return log_error_errno(r, "Cannot schedule the start of the stall probe: %m");
+        (void) sd_event_source_set_description(m->probe_start, "probe-start");
 
         r = manager_reconcile(m);
         if (r < 0)
@@ -1079,9 +1100,6 @@ int manager_start(Manager *m) {
         r = manager_arm_rescan(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the rescan timer: %m");
-        r = manager_arm_stall_timers(m);
-        if (r < 0)
-                return log_error_errno(r, "Cannot arm the stall and metrics timers: %m");
 
         log_info("Started: Policy=%s, %zu disks, %zu filesystems tracked, %s uevents.",
                  policy_mode_to_string(m->engine.config.policy), manager_n_devices(m), m->mounts->n,
@@ -1100,6 +1118,7 @@ Manager *manager_free(Manager *m) {
         remount_free(m->remount); /* first: waits for a cycle in progress */
         sd_event_source_disable_unref(m->uevent_delay);
         sd_event_source_disable_unref(m->rescan);
+        sd_event_source_disable_unref(m->probe_start);
         sd_event_source_disable_unref(m->stall_timer);
         sd_event_source_disable_unref(m->metrics_timer);
         stall_probe_free(m->probe);

@@ -90,7 +90,7 @@ struct Manager {
         void *handler_userdata;
 
         StallProbe *probe; /* the stall observatory (mode may be "unavailable") */
-        sd_event_source *stall_timer, *metrics_timer;
+        sd_event_source *probe_start, *stall_timer, *metrics_timer;
         DeviceStalls *stalls; /* disks the probe or the policy looked at */
         size_t n_stalls;
         uint64_t stall_poll_usec; /* CLOCK_REALTIME of the last poll, 0 before the first */
@@ -108,7 +108,8 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 /* Starts the monitors, reconciles once, arms the rescan timer and tells the service
- * manager READY=1. Returns 0 or -errno. */
+ * manager READY=1; the stall probe starts first thing in the event loop. Returns 0 or
+ * -errno. */
 int manager_start(Manager *m);
 
 /* Runs the event loop until SIGTERM/SIGINT. Returns 0 or -errno. */

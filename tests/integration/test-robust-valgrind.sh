@@ -30,6 +30,7 @@ daemon=$SP_BIN
 cat >"$SP_TMP/valgrind-daemon" <<EOF
 #!/bin/sh
 exec valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 \\
+        --suppressions="$SP_SRCDIR/libbpf.supp" \\
         --track-origins=yes --num-callers=30 --log-file="$SP_TMP/valgrind.log" "$daemon" "\$@"
 EOF
 chmod +x "$SP_TMP/valgrind-daemon"
