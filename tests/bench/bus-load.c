@@ -6,13 +6,14 @@
  *     ListDevices, GetDevice(DEV), Get(DEV path, Need), DumpJSON([DEV]), ...
  *     and with --writes=N%: SetDevicePolicy(DEV, on|off, runtime) / ResetDevicePolicy(DEV, runtime)
  *
- * on the device the test owns (--device); --apply makes one set in four apply at once. A call is "answered"
+ * on the device the test owns (--device); --apply makes one set in four apply at once; --list-only makes
+ * every call a ListDevices (tests/bench/run: its latency with many disks). A call is "answered"
  * when a reply or an error reply from the daemon arrives; it is "unanswered" when the bus reports a timeout,
  * no reply, or a lost connection. While the clients run, the parent samples the daemon's RSS
  * (--pid) after warm-up (the first 10% of all calls) and at the end.
  *
  * Usage: bus-load --device=NAME [--clients=32] [--calls=500] [--writes=20] [--pid=PID]
- *                 [--timeout-sec=30] [--allow-missing] [--apply]
+ *                 [--timeout-sec=30] [--allow-missing] [--apply] [--list-only]
  * Prints one "key=value ..." summary line and one "error NAME COUNT" line per error name.
  * --allow-missing counts NoSuchDevice/UnknownObject errors as expected (a device removed
  * while the calls run). Exit status: 0 when every call was answered and (without
@@ -54,7 +55,7 @@ typedef struct Shared {
 static unsigned arg_clients = 32, arg_calls = 500, arg_writes = 20, arg_timeout_sec = 30;
 static const char *arg_device;
 static pid_t arg_pid;
-static bool arg_allow_missing, arg_apply;
+static bool arg_allow_missing, arg_apply, arg_list_only;
 static Shared *shared;
 
 static uint64_t now_usec(void) {
@@ -145,7 +146,7 @@ static int client(unsigned c, int start_fd) {
                 _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
                 /* Writes: every (100 / writes)-th call; set and reset alternate. */
                 bool write = arg_writes > 0 && (i * arg_writes) / 100 != ((i + 1) * arg_writes) / 100;
-                unsigned k = write ? 4 + (i / 2) % 2 : (i + c) % 4;
+                unsigned k = arg_list_only ? 0 : write ? 4 + (i / 2) % 2 : (i + c) % 4;
                 uint64_t t0 = now_usec();
 
                 r = one_call(bus, k, i + c, &e);
@@ -197,15 +198,11 @@ static int cmp_u32(const void *a, const void *b) {
 
 static int parse_argv(int argc, char **argv) {
         static const struct option options[] = {
-                { "device", required_argument, NULL, 'd' },
-                { "clients", required_argument, NULL, 'c' },
-                { "calls", required_argument, NULL, 'n' },
-                { "writes", required_argument, NULL, 'w' },
-                { "pid", required_argument, NULL, 'p' },
-                { "timeout-sec", required_argument, NULL, 't' },
-                { "allow-missing", no_argument, NULL, 'm' },
-                { "apply", no_argument, NULL, 'a' },
-                {},
+                { "device", required_argument, NULL, 'd' },  { "clients", required_argument, NULL, 'c' },
+                { "calls", required_argument, NULL, 'n' },   { "writes", required_argument, NULL, 'w' },
+                { "pid", required_argument, NULL, 'p' },     { "timeout-sec", required_argument, NULL, 't' },
+                { "allow-missing", no_argument, NULL, 'm' }, { "apply", no_argument, NULL, 'a' },
+                { "list-only", no_argument, NULL, 'L' },     {},
         };
         int c;
 
@@ -235,13 +232,16 @@ static int parse_argv(int argc, char **argv) {
                 case 'a':
                         arg_apply = true;
                         break;
+                case 'L':
+                        arg_list_only = true;
+                        break;
                 default:
                         return -EINVAL;
                 }
         if (!arg_device || arg_clients == 0 || arg_clients > 1024 || arg_calls == 0 || arg_writes > 100 ||
             arg_timeout_sec == 0) {
                 fprintf(stderr, "usage: bus-load --device=NAME [--clients=N] [--calls=N] [--writes=PERCENT] "
-                                "[--pid=PID] [--timeout-sec=N] [--allow-missing] [--apply]\n");
+                                "[--pid=PID] [--timeout-sec=N] [--allow-missing] [--apply] [--list-only]\n");
                 return -EINVAL;
         }
         return 0;
