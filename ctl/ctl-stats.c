@@ -129,7 +129,7 @@ static void print_histogram(const Stalls *s) {
                         last = i;
                         top = MAX(top, s->hist[i]);
                 }
-        printf("\n%14s %-12s : %-8s %s\n", "usecs", "", "count", "distribution");
+        printf("\n%18s%-12s : %-8s %s\n", "usecs", "", "count", "distribution");
         for (size_t i = 0; i <= last && top > 0; i++) {
                 char bar[BAR_WIDTH + 1];
                 size_t n = (size_t) ((s->hist[i] * BAR_WIDTH + top - 1) / top);

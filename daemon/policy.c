@@ -197,11 +197,15 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
         }
 
         /* Learned off: back on after calm_usec without a window over the budget. */
-        uint64_t calm_since = MAX(over ? in->now_usec : in->last_over_usec, in->last_change_usec);
+        if (over)
+                return adapt(ret, LEARNED_OFF, false, true,
+                             strdup_printf("%s; stays off until no window exceeds it for StallCalmSec=%s",
+                                           figures, calm));
+        uint64_t calm_since = MAX(in->last_over_usec, in->last_change_usec);
         char calm_for[32];
         format_usec(in->now_usec > calm_since ? in->now_usec - calm_since : 0, calm_for);
-        if (over || in->now_usec < calm_since + in->calm_usec)
-                return adapt(ret, LEARNED_OFF, false, over,
+        if (in->now_usec < calm_since + in->calm_usec)
+                return adapt(ret, LEARNED_OFF, false, false,
                              strdup_printf("%s; off until calm for StallCalmSec=%s (calm for %s)", figures,
                                            calm, calm_for));
         return adapt(ret, LEARNED_ON, true, false,

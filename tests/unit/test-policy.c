@@ -83,7 +83,7 @@ static const AdaptRow adapt_rows[] = {
         { "learned on again, over after the calm: off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_ON, 1000, 900,
           true, 40, 128, 5000, LEARNED_OFF, true, true, "stable writes off" },
         { "off, still over: stays off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4990, true, 40, 128,
-          5000, LEARNED_OFF, false, true, "off until calm for StallCalmSec=1800 s" },
+          5000, LEARNED_OFF, false, true, "stays off until no window exceeds it for StallCalmSec=1800 s" },
         { "off, calm but not for long enough", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4000, true, 0,
           0, 5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
         { "off, calm since the change only", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 4000, 0, true, 0, 0,
