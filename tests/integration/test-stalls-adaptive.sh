@@ -19,7 +19,9 @@
 #   5. after unmount + mount the writer's own timing shows no slow rewrite any more;
 #   6. the one-shot applier (stablepagesd apply, as the udev rule runs it at boot) reads the
 #      learned state: with the flag set back to 1 by hand it writes 0 again;
-#   7. ResetStalls forgets the figures.
+#   7. ResetStalls forgets the figures;
+#   8. with a 2 s StallCalmSec=, the daemon learns on again (no window over the budget since the
+#      filesystem was mounted without stable writes), writes the flag 1 and records it.
 # Root only; creates and removes its loop device, mount, cgroup, private bus.
 set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -190,4 +192,16 @@ echo 1 >"/sys/block/$loop/queue/stable_writes"
 "$SP_BIN" --config-dir="$SP_ETC" --runtime-dir="$SP_RUNTIME" --state-dir="$SP_TMP/state" apply "$loop" ||
         sp_fail "stablepagesd apply failed"
 sp_flag_is "$loop" 0 || sp_fail "the applier did not apply the learned off (flag $(sp_flag "$loop"))"
+
+# 8. Calm: restarted with StallCalmSec=2, the disk (mounted without stable writes since step 5)
+#    has no window over the budget: the daemon learns on again, writes the flag 1, records it.
+sed -i 's/^StallCalmSec=3600$/StallCalmSec=2/' "$SP_ETC/stablepages.conf"
+stalls_daemon_start
+sp_wait_for 10000 "learned on again" sh -c "[ \"\$(jq -r --arg d $loop '.devices[] | select(.name == \$d) | .learned' $SP_RUNTIME/devices.json)\" = on ]" >/dev/null
+grep -E "$loop: Policy=balanced learned on: no window over StallBudgetMSec=10.0 ms for [0-9.]+ s \(StallCalmSec=2 s\): stable writes on again" \
+        "$SP_TMP/daemon.log" || sp_fail "no log line for the return to on"
+sp_wait_for 3000 "flag 1" sp_flag_is "$loop" 1 >/dev/null
+[ "$(dev .desired)" = on ] || sp_fail "desired $(dev .desired) after the calm period"
+grep -qP "^loop:$SP_TMP/loop$n.img\t$loop\ton\t" "$SP_TMP/state/learned" || sp_fail "learned on not recorded"
+sp_daemon_stop
 echo PASS
