@@ -170,11 +170,47 @@ static void test_engine_reads_learned(void) {
         tree_free(root);
 }
 
+/* Need= parses recommended and required only; anything else is an error at its line. */
+static void test_need_parse(void) {
+        const char *text = "[Device loop*]\nNeed=recommended\n[Device sd*]\nNeed=none\nNeed=maybe\n"
+                           "[Device zram*]\nNeed=required\nNeed=\n";
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "t.conf", text, strlen(text), &diags), 0);
+        CHECK_INT(c.n_rules, 3);
+        CHECK_INT(diags.n, 2);
+        CHECK_INT(config_diags_errors(&diags), 2);
+        if (diags.n == 2) {
+                CHECK_INT(diags.items[0].line, 4);
+                CHECK_CONTAINS(diags.items[0].message,
+                               "invalid Need= value \"none\": expected recommended or "
+                               "required (Need= can only raise the detected need)");
+                CHECK_INT(diags.items[1].line, 5);
+        }
+        if (c.n_rules == 3) {
+                CHECK_INT(c.rules[0].need, NEED_RECOMMENDED);
+                CHECK_INT(c.rules[0].need_line, 2);
+                CHECK_INT(c.rules[1].need, -1);
+                CHECK_INT(c.rules[2].need, -1); /* empty resets */
+        }
+        char *props[] = { NULL };
+        DeviceIdentity id = { .name = "loop1", .properties = props };
+        const DeviceRule *rule = NULL;
+        CHECK_INT(config_device_need(&c, &id, &rule), NEED_RECOMMENDED);
+        CHECK(rule == &c.rules[0]);
+        id.name = "zram0";
+        CHECK_INT(config_device_need(&c, &id, &rule), -1);
+        CHECK(!rule);
+}
+
 int main(void) {
         dir = tree_new();
         test_round_trip();
         test_damaged();
         test_key();
+        test_need_parse();
         test_engine_reads_learned();
         tree_free(dir);
         return tests_finish();
