@@ -19,7 +19,7 @@
 #   5. after unmount + mount the writer's own timing shows no slow rewrite any more;
 #   6. the one-shot applier (stablepagesd apply, as the udev rule runs it at boot) reads the
 #      learned state: with the flag set back to 1 by hand it writes 0 again;
-#   7. ResetStalls forgets the figures;
+#   7. everyone may read the figures, only root (or polkit) may ResetStalls, which forgets them;
 #   8. with a 2 s StallCalmSec=, the daemon learns on again (no window over the budget since the
 #      filesystem was mounted without stable writes), writes the flag 1 and records it.
 # Root only; creates and removes its loop device, mount, cgroup, private bus.
@@ -181,7 +181,16 @@ sp_log "writer, after unmount + mount: $line"
 [ "$(stalls_field "$line" slow)" -le 1 ] || sp_fail "the writer still stalls after the mount: $line"
 sp_wait_for 5000 "pending cleared" sh -c "[ \"\$('$CTL' --json status $loop | jq -r '.[0].mounts[0].pending')\" = false ]" >/dev/null
 
-# 7. ResetStalls.
+# 7. ResetStalls. The figures are open to everyone; forgetting them is not.
+if command -v setpriv >/dev/null; then
+        nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+        [ "$(nobody "$CTL" --json stats "$loop" | jq -r '.[0].measured')" = true ] ||
+                sp_fail "an unprivileged user cannot read the stall figures"
+        out=$(nobody busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager \
+                ResetStalls s "$loop" 2>&1) && sp_fail "an unprivileged user reset the stall figures"
+        # Refused by the daemon's polkit check (polkit is not on this bus), not by the bus policy.
+        grep -Eq "polkit (is not running|could not decide)" <<<"$out" || sp_fail "ResetStalls as nobody: $out"
+fi
 busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager ResetStalls s "$loop" ||
         sp_fail "ResetStalls failed"
 [ "$(stalls_dev_prop "$loop" StallCount)" = 0 ] || sp_fail "StallCount not 0 after ResetStalls"
