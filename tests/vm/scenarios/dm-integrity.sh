@@ -37,7 +37,7 @@ experiment() {
         mkfs.ext4 -q -F -b 4096 "/dev/$dev" || die "mkfs.ext4"
         fresh_mount "/dev/$dev" /mnt/t
         kmsg_mark
-        line=$("$RACE_WRITER" --pages 64 --seconds "$SECONDS_PER_RUN" --read-device "/dev/$dev" /mnt/t/race) ||
+        line=$(hung_guard 60 "$RACE_WRITER" --pages 64 --seconds "$SECONDS_PER_RUN" --read-device "/dev/$dev" /mnt/t/race) ||
                 die "race-writer failed"
         say "  race-writer: $line"
         READS=$(sed -n 's/.* reads=\([0-9]*\).*/\1/p' <<< "$line")

@@ -159,11 +159,24 @@ delayed() {
 }
 
 # ---- measurements -------------------------------------------------------------------------
+# hung_guard SECONDS COMMAND...: runs COMMAND; when it takes longer than SECONDS, writes the
+# blocked tasks' stacks to the kernel log (sysrq w, on the console) and fails.
+hung_guard() {
+        local secs=$1 rc=0
+        shift
+        timeout "$secs" "$@" || rc=$?
+        if [ "$rc" = 124 ]; then
+                say "  $1 did not finish within $secs s; blocked tasks follow on the console"
+                echo w > /proc/sysrq-trigger
+        fi
+        return "$rc"
+}
 # stalls FILE [ITERATIONS]: stall-writer's own timing of rewrites of a page right after its
 # writeback started; prints its line and sets STALL_SLOW, STALL_MEDIAN (us)
 stalls() {
         local line
-        line=$("$STALL_WRITER" --iterations "${2:-20}" --slow-usec 10000 "$1") || die "stall-writer $1"
+        line=$(hung_guard 60 "$STALL_WRITER" --iterations "${2:-20}" --slow-usec 10000 "$1") ||
+                die "stall-writer $1 failed"
         say "  stall-writer: $line"
         STALL_SLOW=$(sed -n 's/.* slow=\([0-9]*\).*/\1/p' <<< "$line")
         STALL_MEDIAN=$(sed -n 's/.* median_usec=\([0-9]*\).*/\1/p' <<< "$line")
@@ -174,7 +187,7 @@ fresh_mount() {
                 mkfs.ext4 -q -F "$1" || die "mkfs.ext4 $1"
         fi
         mkdir -p "$2"
-        mount "$1" "$2" || die "mount $1 $2"
+        hung_guard 60 mount "$1" "$2" || die "mount $1 $2"
 }
 
 # ---- udev, the system bus, the daemon ---------------------------------------------------
@@ -188,8 +201,13 @@ udevd_start() {
         /lib/systemd/systemd-udevd --daemon --debug > /run/sp/udevd.log 2>&1 || die "systemd-udevd did not start"
         udevadm control --ping || die "systemd-udevd does not answer"
 }
-# udev_ran DISK: the applier lines udevd logged for DISK
-udev_ran() { grep -E "^$1: .*stablepagesd.*apply $1'?\(err\)|^$1: Process '.*stablepagesd" /run/sp/udevd.log; }
+# udev_ran DISK: the applier lines udevd logged for DISK (since udev_mark, if called)
+UDEV_MARK=0
+udev_mark() { UDEV_MARK=$(wc -l < /run/sp/udevd.log); }
+udev_ran() {
+        tail -n +"$((UDEV_MARK + 1))" /run/sp/udevd.log |
+                grep -aE "^$1: .*stablepagesd.*apply $1'?\(err\)|^$1: Process '.*stablepagesd"
+}
 
 # bus_start: a private system bus (dbus-daemon) with the project's bus policy, as in
 # tests/integration/bus-lib.sh; no polkitd (the scenarios run as root).

@@ -21,6 +21,7 @@ devnum=$(cat /sys/block/md0/dev)
 
 # measure LABEL: mount, rewrite timing with the probe running, unmount
 measure() {
+        say "  $1: mount, probe, rewrites"
         fresh_mount /dev/md0 /mnt/t
         probe_start
         stalls /mnt/t/stall 10
@@ -45,6 +46,8 @@ check "Policy=integrity: the kernel flag of md0 reads 1 before mount" flag_is md
 measure integrity
 check "Policy=integrity: rewrites waited for writeback (slow=$STALL_SLOW of 10, >= 8)" [ "$STALL_SLOW" -ge 8 ]
 check "Policy=integrity: the median rewrite took >= 50 ms ($STALL_MEDIAN us)" [ "$STALL_MEDIAN" -ge 50000 ]
-check "Policy=integrity: the stall probe saw the waits ($PROBE_WAITS >= $STALL_SLOW)" \
-        [ "$PROBE_WAITS" -ge "$STALL_SLOW" ]
+# One wait may fall outside the probe's window or be missed: the slack of
+# tests/integration/test-stalls-crossval.sh.
+check "Policy=integrity: the stall probe saw the waits ($PROBE_WAITS, slow rewrites $STALL_SLOW)" \
+        [ "$PROBE_WAITS" -ge "$((STALL_SLOW - 1))" ]
 sp_done

@@ -22,7 +22,7 @@ show "$d"
 race() {
         local line
         kmsg_mark
-        line=$("$RACE_WRITER" --seconds "$RACE_SECONDS" /mnt/t/race) || die "race-writer failed"
+        line=$(hung_guard 60 "$RACE_WRITER" --seconds "$RACE_SECONDS" /mnt/t/race) || die "race-writer failed"
         say "  race-writer ($1): $line"
         RACE_ERRORS=$(sed -n 's/.* errors=\([0-9]*\).*/\1/p' <<< "$line")
         KMSG_GUARD=$(kmsg_since | grep -cE "$GUARD")
