@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stall observatory's BPF side: how long writers wait for a page under writeback.
  *
- * The classic tracepoint writeback:folio_wait_writeback (older kernels:
+ * The tracepoint writeback:folio_wait_writeback (older kernels:
  * writeback:wait_on_page_writeback) fires in the waiting task just before it sleeps on
  * PG_writeback; the wait ends when sched_switch switches that task back in. Tracepoints only: no
- * kprobes, fentry or tp_btf (this kernel has none of them). sched_switch is attached as a raw
- * tracepoint: a classic one would format a perf record (two comms, pids, state) on every
- * context switch of the machine before the program could return; the raw one hands over the
- * task pointers and costs a call.
+ * kprobes, fentry or tp_btf (this kernel has none of them). Both are attached as raw
+ * tracepoints: a classic one would format a perf record on every hit before the program could
+ * return (on every context switch of the machine, for sched_switch), and attaching a classic
+ * one needs perf_event_open(2), which Debian's kernels (perf_event_paranoid=3) refuse without
+ * CAP_SYS_ADMIN. The raw wait tracepoint hands over the folio and its mapping; the program
+ * derives the bdi name the classic tracepoint would print (inode_to_bdi()'s bdi->dev_name,
+ * "MAJ:MIN" of the whole disk).
  *
  * Cost model: sched_switch runs on every context switch, so it first reads one global
  * (nr_waiting) and returns when no task is waiting; only then does it read prev's and next's
@@ -50,12 +53,36 @@ char LICENSE[] SEC("license") = "GPL";
 #define TASK_UNINTERRUPTIBLE 0x2
 #define STALE_NS (10ULL * 1000 * 1000)  /* run time between tracepoint and sleep, at most */
 
-struct trace_event_raw_writeback_folio_template {
-        char name[32];
+#define BDEVFS_MAGIC 0x62646576
+
+struct backing_dev_info {
+        char dev_name[64];
 } __attribute__((preserve_access_index));
 
-struct trace_event_raw_writeback_page_template {
-        char name[32];
+struct super_block {
+        unsigned long s_magic;
+        struct backing_dev_info *s_bdi;
+} __attribute__((preserve_access_index));
+
+struct inode {
+        struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct address_space {
+        struct inode *host;
+} __attribute__((preserve_access_index));
+
+struct gendisk {
+        struct backing_dev_info *bdi;
+} __attribute__((preserve_access_index));
+
+struct block_device {
+        struct gendisk *bd_disk;
+} __attribute__((preserve_access_index));
+
+struct bdev_inode { /* block/bdev.c: the inode of a block device node's page cache */
+        struct block_device bdev;
+        struct inode vfs_inode;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -149,6 +176,7 @@ static __always_inline __u32 range_kind(__u64 ip) {
 
 static __always_inline __u32 classify(void *ctx) {
         __u64 ips[STALL_BPF_STACK_DEPTH] = {};
+        __u32 in_wait = 0;
         long n;
 
         if (n_ranges == 0)
@@ -158,26 +186,52 @@ static __always_inline __u32 classify(void *ctx) {
                 __sync_fetch_and_add(&unclassified, 1);
                 return STALL_KIND_STABLE;
         }
+        /* The stack starts in the program and the raw tracepoint's glue; the caller is the
+         * first frame after the wait functions (STALL_KIND_SKIP), so frames before them do
+         * not count. */
         for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
                 __u32 kind;
 
                 if ((long) (f * sizeof(__u64)) >= n)
                         break;
                 kind = range_kind(ips[f]);
-                if (kind != STALL_KIND_SKIP)
+                if (kind == STALL_KIND_SKIP)
+                        in_wait = 1;
+                else if (in_wait)
                         return kind;
         }
         __sync_fetch_and_add(&unclassified, 1);
         return STALL_KIND_STABLE;
 }
 
-static __always_inline int wait_start(void *ctx, const char *name) {
+/* inode_to_bdi(mapping->host): the block device's own bdi for a block device node's page cache,
+ * else the superblock's. NULL when there is no mapping. */
+static __always_inline struct backing_dev_info *mapping_bdi(struct address_space *mapping) {
+        struct inode *host;
+        struct super_block *sb;
+
+        if (!mapping)
+                return NULL;
+        host = BPF_CORE_READ(mapping, host);
+        sb = BPF_CORE_READ(host, i_sb);
+        if (BPF_CORE_READ(sb, s_magic) == BDEVFS_MAGIC) {
+                struct bdev_inode *bi = (void *) ((char *) host - bpf_core_field_offset(struct bdev_inode, vfs_inode));
+                return BPF_CORE_READ(bi, bdev.bd_disk, bdi);
+        }
+        return BPF_CORE_READ(sb, s_bdi);
+}
+
+static __always_inline int wait_start(void *ctx, struct address_space *mapping) {
         __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        struct backing_dev_info *bdi = mapping_bdi(mapping);
         struct waiting w = {}, *old;
 
         w.start_ns = bpf_ktime_get_ns();
         w.resumed_ns = w.start_ns;
-        bpf_probe_read_kernel(w.bdi, sizeof(w.bdi), name);
+        if (bdi)
+                bpf_probe_read_kernel_str(w.bdi, sizeof(w.bdi), bdi->dev_name);
+        else
+                __builtin_memcpy(w.bdi, "(unknown)", sizeof("(unknown)"));
         bpf_get_current_comm(w.comm, sizeof(w.comm));
         w.kind = classify(ctx);
 
@@ -195,14 +249,16 @@ static __always_inline int wait_start(void *ctx, const char *name) {
         return 0;
 }
 
-SEC("tracepoint/writeback/folio_wait_writeback")
-int folio_wait_writeback(struct trace_event_raw_writeback_folio_template *ctx) {
-        return wait_start(ctx, ctx->name);
+/* TP_PROTO(struct folio *folio, struct address_space *mapping) */
+SEC("raw_tracepoint/folio_wait_writeback")
+int folio_wait_writeback(struct bpf_raw_tracepoint_args *ctx) {
+        return wait_start(ctx, (void *) ctx->args[1]);
 }
 
-SEC("tracepoint/writeback/wait_on_page_writeback")
-int wait_on_page_writeback(struct trace_event_raw_writeback_page_template *ctx) {
-        return wait_start(ctx, ctx->name);
+/* Before 5.16: TP_PROTO(struct page *page, struct address_space *mapping) */
+SEC("raw_tracepoint/wait_on_page_writeback")
+int wait_on_page_writeback(struct bpf_raw_tracepoint_args *ctx) {
+        return wait_start(ctx, (void *) ctx->args[1]);
 }
 
 static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {

@@ -42,7 +42,7 @@
 #define STALL_BPF_MAX_BDIS 1024
 #define STALL_BPF_MAX_COMMS 8192
 #define STALL_BPF_MAX_RANGES 512 /* kernel text ranges that classify a wait (a power of 2) */
-#define STALL_BPF_STACK_DEPTH 6 /* frames examined to find the caller */
+#define STALL_BPF_STACK_DEPTH 8 /* frames examined to find the caller */
 
 /* Why a task waited, from the function that called folio_wait_writeback(): */
 #define STALL_KIND_STABLE 0 /* about to modify the page: a stable-pages wait (the default) */
