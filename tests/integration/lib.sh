@@ -202,7 +202,8 @@ sp_notify_has_since() { tail -n +"$(($1 + 1))" "$SP_TMP/notify.log" | grep -Eq -
 
 # Starts the daemon in the background with the test's config and runtime dirs and waits
 # for READY=1 on its notify socket. Extra arguments go to the daemon; environment for it
-# can be given in SP_DAEMON_ENV (e.g. "WATCHDOG_USEC=1000000").
+# can be given in SP_DAEMON_ENV (e.g. "WATCHDOG_USEC=1000000"); SP_READY_TIMEOUT_MS (default
+# 5000) bounds the wait.
 sp_daemon_start() {
         local off
         if [ ! -e "$SP_TMP/notify.sock" ]; then
@@ -223,7 +224,8 @@ sp_daemon_start() {
         start=$(sp_now_ms)
         until sp_notify_has_since "$off" '^READY=1$'; do
                 kill -0 "$SP_PID" 2>/dev/null || sp_fail "stablepagesd exited during start-up"
-                (($(sp_now_ms) - start < 5000)) || sp_fail "stablepagesd did not send READY=1 within 5 s"
+                (($(sp_now_ms) - start < ${SP_READY_TIMEOUT_MS:-5000})) ||
+                        sp_fail "stablepagesd did not send READY=1 within ${SP_READY_TIMEOUT_MS:-5000} ms"
                 sleep 0.02
         done
 }

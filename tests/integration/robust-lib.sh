@@ -38,7 +38,7 @@ robust_has_name() { busctl --system status org.stablepages1 >/dev/null 2>&1; }
 # Starts the daemon (sp_daemon_start) and waits until it owns its bus name.
 robust_daemon_start() {
         sp_daemon_start "$@"
-        sp_wait_for 5000 "org.stablepages1 on the bus" robust_has_name >/dev/null
+        sp_wait_for "${SP_READY_TIMEOUT_MS:-5000}" "org.stablepages1 on the bus" robust_has_name >/dev/null
 }
 
 # robust_call METHOD ARGS...: calls a Manager method with dbus-send; prints the reply or
