@@ -648,7 +648,7 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         p->ncpus = r;
         p->skel = skel;
         p->classified = n_ranges > 0;
-        p->reason = strdup_printf("BPF tracepoints writeback:%s + raw sched_switch, %s",
+        p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s",
                                   has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
                                   classify_error ?: "waits classified by caller");
         return p->reason ? 0 : -ENOMEM;

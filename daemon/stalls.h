@@ -4,8 +4,8 @@
 /* The stall observatory: how long writers wait for pages under writeback, per disk.
  *
  * A StallProbe measures in one of three modes:
- *   bpf          the tracepoint writeback:folio_wait_writeback (start of a wait) and the raw
- *                tracepoint sched_switch (its end) through a libbpf skeleton: per disk a log2
+ *   bpf          the raw tracepoints writeback:folio_wait_writeback (start of a wait) and
+ *                sched_switch (its end) through a libbpf skeleton: per disk a log2
  *                histogram of wait durations, count, sum, max and the top waiting commands;
  *   tracefs      the same tracepoint enabled in a private tracefs instance and counted from its
  *                trace_pipe: counts and commands, no durations (has_durations is false);
@@ -198,7 +198,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
 
 StallProbeMode stall_probe_mode(const StallProbe *p);
 
-/* Why this mode, for status: "BPF tracepoints writeback:folio_wait_writeback + raw sched_switch,
+/* Why this mode, for status: "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch,
  * waits classified by caller", or what failed on the way ("BPF: ...; tracefs: ..."). Never
  * NULL. */
 const char *stall_probe_mode_reason(const StallProbe *p);
