@@ -103,7 +103,7 @@ sp_log "writer, flag 1: $line"
 slow=$(stalls_field "$line" slow)
 [ "$slow" -ge 20 ] || sp_fail "only $slow of 40 rewrites were slow: the throttle did not bite"
 took=$(sp_wait_for 10000 "desired off" sh -c "[ \"\$(jq -r --arg d $loop '.devices[] | select(.name == \$d) | .desired' $SP_RUNTIME/devices.json)\" = off ]")
-sp_log "desired off ${took} ms after the writer ended"
+sp_log "desired off (seen ${took} ms after the writer ended; learned at the first poll with waits)"
 [ "$(dev .desired_source)" = stalls ] || sp_fail "desired_source $(dev .desired_source), want stalls"
 sp_flag_is "$loop" 0 || sp_fail "the flag is $(sp_flag "$loop"), want 0 after learning off"
 grep -E "$loop: Policy=balanced learned off: p99 wait [0-9.]+ ms over the last 3 s \([0-9]+ waits, max [0-9.]+ ms\) exceeds StallBudgetMSec=10.0 ms" \
