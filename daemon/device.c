@@ -426,6 +426,107 @@ int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret) {
         return 0;
 }
 
+/* Whether disk name, or one of its partitions, has device number devnum. */
+static int disk_has_devnum(const char *sysfs_root, const char *name, dev_t devnum) {
+        _cleanup_strv_free_ char **entries = NULL;
+        _cleanup_free_ char *dp = strdup_printf("block/%s/dev", name), *dir = strdup_printf("block/%s", name);
+        _cleanup_free_ char *dev = NULL;
+        dev_t d;
+        int r;
+
+        if (!dp || !dir)
+                return -ENOMEM;
+        if (sysfs_read_string(sysfs_root, dp, &dev) < 0 || parse_devnum(dev, &d) < 0)
+                return 0;
+        if (d == devnum)
+                return 1;
+        r = sysfs_list_dir(sysfs_root, dir, &entries);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        STRV_FOREACH(e, entries) {
+                _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", name, *e);
+                _cleanup_free_ char *pd = strdup_printf("block/%s/%s/dev", name, *e);
+                _cleanup_free_ char *pdev = NULL;
+                long long partno;
+
+                if (!pp || !pd)
+                        return -ENOMEM;
+                if (sysfs_read_int(sysfs_root, pp, &partno) < 0)
+                        continue;
+                if (sysfs_read_string(sysfs_root, pd, &pdev) >= 0 && parse_devnum(pdev, &d) >= 0 && d == devnum)
+                        return 1;
+        }
+        return 0;
+}
+
+int device_disk_of_devnum(const char *sysfs_root, dev_t devnum, char **ret) {
+        _cleanup_strv_free_ char **disks = NULL;
+        int r;
+
+        r = sysfs_list_dir(sysfs_root, "block", &disks);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(d, disks) {
+                r = disk_has_devnum(sysfs_root, *d, devnum);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        *ret = strdup(*d);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        }
+        return -ENOENT;
+}
+
+int device_table_scan_for(const DeviceScanOptions *options, char *const *names, DeviceTable *ret) {
+        _cleanup_strv_free_ char **queue = NULL;
+        DeviceTable t = {};
+        int r;
+
+        if (strv_extend_strv(&queue, names) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; queue && queue[i]; i++) {
+                DeviceFacts f;
+
+                if (device_table_find(&t, queue[i]))
+                        continue;
+                r = device_facts_read(options, queue[i], &f);
+                if (r == -ENOMEM)
+                        goto fail;
+                if (r < 0)
+                        continue; /* not a disk, or vanished */
+                DeviceFacts *m = realloc(t.devices, sizeof(DeviceFacts) * (t.n + 1));
+                if (!m) {
+                        device_facts_done(&f);
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                t.devices = m;
+                t.devices[t.n++] = f;
+                const DeviceFacts *added = &t.devices[t.n - 1];
+                if (strv_extend_strv(&queue, added->slaves) < 0) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                if (added->kind == DEVICE_KIND_LOOP && added->loop_dio == 1 && added->loop_backing_devnum) {
+                        _cleanup_free_ char *below = NULL;
+                        r = device_disk_of_devnum(options->sysfs_root ?: "/sys", added->loop_backing_devnum,
+                                                  &below);
+                        if (r == -ENOMEM)
+                                goto fail;
+                        if (r >= 0 && strv_extend(&queue, below) < 0) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                }
+        }
+        *ret = t;
+        return 0;
+fail:
+        device_table_done(&t);
+        return r;
+}
+
 DeviceFacts *device_table_find(const DeviceTable *t, const char *name) {
         for (size_t i = 0; i < t->n; i++)
                 if (streq(t->devices[i].name, name))

@@ -94,6 +94,16 @@ typedef struct DeviceScanOptions {
  * Returns 0 or -errno (only when the block directory itself cannot be listed). */
 int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret);
 
+/* Reads the facts of the disks named (kernel names of disks, not partitions) and of everything
+ * their classification looks at: the disks in their slaves/, recursively, and the disk holding
+ * the backing file of a loop device with dio=1. What the one-shot applier needs, without reading
+ * every disk of the machine. Names that are not disks are left out. Returns 0 or -errno. */
+int device_table_scan_for(const DeviceScanOptions *options, char *const *names, DeviceTable *ret);
+
+/* The whole disk (not partition) whose device number, or whose partition's, is devnum: its
+ * kernel name in *ret. Returns 0, -ENOENT when none, or -errno. */
+int device_disk_of_devnum(const char *sysfs_root, dev_t devnum, char **ret);
+
 /* Reads the facts of one disk by kernel name. Returns 0, -ENOENT when no such disk. */
 int device_facts_read(const DeviceScanOptions *options, const char *name, DeviceFacts *ret);
 

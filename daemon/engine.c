@@ -207,7 +207,7 @@ static int engine_decide(Engine *e, EngineDevice *d) {
         return policy_decide(&in, &d->decision);
 }
 
-static int engine_scan_internal(Engine *e) {
+static int engine_scan_internal(Engine *e, char *const *disks) {
         DeviceScanOptions so = {
                 .sysfs_root = e->sysfs_root,
                 .udev_data_dir = e->udev_data_dir,
@@ -218,7 +218,7 @@ static int engine_scan_internal(Engine *e) {
         int r;
 
         engine_devices_free(e);
-        r = device_table_scan(&so, &e->table);
+        r = disks ? device_table_scan_for(&so, disks, &e->table) : device_table_scan(&so, &e->table);
         if (r < 0)
                 return log_error_errno(r, "Cannot list block devices under %s/block: %m", e->sysfs_root);
 
@@ -247,7 +247,11 @@ static int engine_scan_internal(Engine *e) {
 }
 
 int engine_scan(Engine *e) {
-        int r = engine_scan_internal(e);
+        return engine_scan_for(e, NULL);
+}
+
+int engine_scan_for(Engine *e, char *const *disks) {
+        int r = engine_scan_internal(e, disks);
         if (r < 0)
                 engine_devices_free(e); /* never leave a half-built table behind */
         return r;

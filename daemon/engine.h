@@ -82,6 +82,11 @@ int engine_load_learned(Engine *e);
  * on failure the device tables are empty (never half-built). */
 int engine_scan(Engine *e);
 
+/* The same for the named disks and what their classification looks at (their slaves, the
+ * disk under a dio loop's backing file) only: the one-shot applier's view, which need not
+ * read every disk of the machine. disks are disk names, not partitions. */
+int engine_scan_for(Engine *e, char *const *disks);
+
 /* The EngineDevice for a disk or partition name, or NULL. */
 EngineDevice *engine_find(Engine *e, const char *name);
 

@@ -5,8 +5,9 @@
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
 
-/* Loads config, overrides and facts; logs config problems. */
-static int engine_setup(Engine *e, const EngineOptions *o) {
+/* Loads config, overrides and facts (of every disk, or of disks and what they stack on);
+ * logs config problems. */
+static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
         int r = engine_init(e, o);
         if (r < 0)
                 return log_error_errno(r, "Cannot initialize: %m");
@@ -28,7 +29,7 @@ static int engine_setup(Engine *e, const EngineOptions *o) {
         r = engine_load_learned(e);
         if (r < 0)
                 log_warning_errno(r, "Cannot read the learned decisions in %s, ignoring them: %m", e->state_dir);
-        r = engine_scan(e);
+        r = engine_scan_for(e, disks);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < e->table.n; i++)
@@ -39,6 +40,7 @@ static int engine_setup(Engine *e, const EngineOptions *o) {
 
 int verb_apply(const EngineOptions *o, char **names, int n) {
         _cleanup_(engine_done) Engine e = {};
+        _cleanup_strv_free_ char **disks = NULL;
         int ret = EXIT_OK;
 
         if (n <= 0) {
@@ -50,7 +52,18 @@ int verb_apply(const EngineOptions *o, char **names, int n) {
                         log_error("Invalid device name \"%s\".", names[i]);
                         return EXIT_USAGE;
                 }
-        if (engine_setup(&e, o) < 0)
+        /* Only the named disks and what they stack on are read: udev runs this for every
+         * disk and partition event, and a machine may have hundreds of disks. */
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *disk = NULL;
+                int r = device_disk_of(o->sysfs_root ?: "/sys", names[i], &disk);
+                if (r == -ENOMEM)
+                        return log_oom(), EXIT_FAIL;
+                if (disk && !strv_contains(disks, disk) && strv_extend(&disks, disk) < 0)
+                        return log_oom(), EXIT_FAIL;
+        }
+        static char *const no_disks[] = { NULL };
+        if (engine_setup(&e, o, disks ?: no_disks) < 0)
                 return EXIT_FAIL;
 
         for (int i = 0; i < n; i++) {
@@ -78,7 +91,7 @@ int verb_apply(const EngineOptions *o, char **names, int n) {
 int verb_dump(const EngineOptions *o, const char *json, char **names, int n) {
         _cleanup_(engine_done) Engine e = {};
 
-        if (engine_setup(&e, o) < 0)
+        if (engine_setup(&e, o, NULL) < 0)
                 return EXIT_FAIL;
         for (int i = 0; i < n; i++)
                 if (!engine_find(&e, names[i])) {

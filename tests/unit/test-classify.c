@@ -4,6 +4,7 @@
 #include <sys/sysmacros.h>
 
 #include "engine.h"
+#include "sysfs.h"
 #include "tests.h"
 #include "util.h"
 
@@ -106,6 +107,57 @@ static int load(Engine *e, const char *fixture) {
         return engine_init(e, &o);
 }
 
+static bool strv_equal(char *const *a, char *const *b) {
+        for (; a && *a && b && *b; a++, b++)
+                if (!streq(*a, *b))
+                        return false;
+        return !(a && *a) && !(b && *b);
+}
+
+/* The one-shot applier reads only the disk it applies and what its classification looks at
+ * (device_table_scan_for): on every fixture, each disk must be classified exactly as in the
+ * full scan. */
+static void test_scan_for_matches_full_scan(const char *fixture) {
+        _cleanup_(engine_done) Engine e = {};
+        _cleanup_free_ char *root = strdup_printf("%s/%s/sys", FIXTURES_DIR, fixture);
+        _cleanup_free_ char *udev = strdup_printf("%s/%s/run/udev/data", FIXTURES_DIR, fixture);
+
+        if (load(&e, fixture) < 0 || engine_scan(&e) < 0) {
+                tests_failed++;
+                return;
+        }
+        DeviceScanOptions so = {
+                .sysfs_root = root,
+                .udev_data_dir = udev,
+                .resolve_backing = resolve_from_map,
+                .resolve_userdata = (void *) fixture,
+        };
+        for (size_t i = 0; i < e.table.n; i++) {
+                const EngineDevice *full = &e.devices[i];
+                char *names[] = { full->facts->name, NULL };
+                DeviceTable sub = {};
+                _cleanup_free_ Classification *classes = NULL;
+
+                CHECK_INT(device_table_scan_for(&so, names, &sub), 0);
+                classes = calloc(sub.n + 1, sizeof(Classification));
+                CHECK(classes && sub.n >= 1 && sub.n <= e.table.n);
+                if (classes && sub.n >= 1 && classify_table(&sub, e.kernel, classes) >= 0) {
+                        CHECK_STR(sub.devices[0].name, full->facts->name);
+                        CHECK_STR(need_to_string(classes[0].need), need_to_string(full->class.need));
+                        CHECK_INT(classes[0].in_force, full->class.in_force);
+                        if (!strv_equal(classes[0].reasons, full->class.reasons)) {
+                                fprintf(stderr, "%s %s: reasons differ from the full scan\n", fixture,
+                                        full->facts->name);
+                                tests_failed++;
+                        }
+                } else
+                        tests_failed++;
+                for (size_t j = 0; classes && j < sub.n; j++)
+                        classification_done(&classes[j]);
+                device_table_done(&sub);
+        }
+}
+
 int main(void) {
         static const PolicyMode modes[] = { POLICY_OBSERVE, POLICY_LATENCY, POLICY_BALANCED, POLICY_INTEGRITY };
 
@@ -144,5 +196,16 @@ int main(void) {
                         CHECK(d->facts->errors == NULL);
                 }
         }
+        _cleanup_strv_free_ char **fixtures = NULL;
+        CHECK_INT(sysfs_list_dir(FIXTURES_DIR, ".", &fixtures), 0);
+        size_t n_fixtures = 0;
+        STRV_FOREACH(f, fixtures) {
+                _cleanup_free_ char *krel = strdup_printf("%s/%s/kernel-release", FIXTURES_DIR, *f);
+                if (access(krel, F_OK) < 0)
+                        continue;
+                test_scan_for_matches_full_scan(*f);
+                n_fixtures++;
+        }
+        CHECK(n_fixtures >= 30);
         return tests_finish();
 }
