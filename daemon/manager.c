@@ -688,6 +688,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
                 .window_usec = c->stall_window_usec,
                 .budget_usec = c->stall_budget_usec,
                 .calm_usec = c->stall_calm_usec,
+                .min_waits = c->stall_min_waits,
                 .now_usec = now,
         };
         r = policy_adapt(&in, &dec);

@@ -149,7 +149,7 @@ static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, c
 
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
         char p99[32], max[32], window[32], budget[32], calm[32], ago[32];
-        bool over = in->measured && in->count > 0 && in->p99_usec > in->budget_usec;
+        bool over = in->measured && in->count > 0 && in->count >= in->min_waits && in->p99_usec > in->budget_usec;
         _cleanup_free_ char *figures = NULL;
 
         format_usec(in->p99_usec, p99);
@@ -161,6 +161,10 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                 figures = strdup_printf("stall durations are not measured");
         else if (in->count == 0)
                 figures = strdup_printf("no stable-pages waits in the last %s (budget %s)", window, budget);
+        else if (in->count < in->min_waits)
+                figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s): too few "
+                                        "waits to judge (StallMinWaits=%" PRIu64 ")",
+                                        p99, window, in->count, max, in->min_waits);
         else
                 figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s) %s "
                                         "StallBudgetMSec=%s",

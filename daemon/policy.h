@@ -79,6 +79,7 @@ typedef struct AdaptInput {
         uint64_t window_usec; /* StallWindowSec= */
         uint64_t budget_usec; /* StallBudgetMSec= */
         uint64_t calm_usec;   /* StallCalmSec= */
+        uint64_t min_waits;   /* StallMinWaits=: fewer waits in a window are not judged */
         uint64_t now_usec;    /* CLOCK_REALTIME */
 } AdaptInput;
 
@@ -90,7 +91,7 @@ typedef struct AdaptDecision {
 } AdaptDecision;
 
 /* The adaptive step of Policy=balanced for one disk and one stall window: a recommended
- * disk whose window p99 exceeds the budget learns off; it learns on again only after
+ * disk whose window p99 over at least min_waits waits exceeds the budget learns off; it learns on again only after
  * calm_usec without a window over the budget; no change follows another within calm_usec.
  * Required and unknown disks never learn anything: the reason states what they cost and why
  * it is paid. Pure. Returns 0 or -ENOMEM. */

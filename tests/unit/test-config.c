@@ -68,6 +68,7 @@ static void check_defaults(const Config *c) {
         CHECK_INT(c->stall_budget_usec, 100 * USEC_PER_MSEC);
         CHECK_INT(c->stall_window_usec, 300 * USEC_PER_SEC);
         CHECK_INT(c->stall_calm_usec, 1800 * USEC_PER_SEC);
+        CHECK_INT(c->stall_min_waits, 10);
         CHECK(c->metrics_file == NULL);
         CHECK_INT(c->metrics_interval_usec, 15 * USEC_PER_SEC);
         CHECK(c->never_remount == NULL);
@@ -92,6 +93,7 @@ static void check_all_keys(const Config *c) {
         CHECK_INT(c->stall_budget_usec, 250 * USEC_PER_MSEC);
         CHECK_INT(c->stall_window_usec, 60 * USEC_PER_SEC);
         CHECK_INT(c->stall_calm_usec, 604800 * USEC_PER_SEC);
+        CHECK_INT(c->stall_min_waits, 3);
         CHECK_STR(c->metrics_file, "/run/stablepages/metrics.prom");
         CHECK_INT(c->metrics_interval_usec, 3600 * USEC_PER_SEC);
         check_strv(c->never_remount, (const char *[]){ "/srv", "/var/lib/db", "/", NULL });
@@ -101,13 +103,13 @@ static void check_all_keys(const Config *c) {
                 CHECK_STR(c->rules[0].match.pattern, "zram*");
                 CHECK_INT(c->rules[0].stable_writes, SETTING_OFF);
                 CHECK_INT(c->rules[0].force, 1);
-                CHECK_INT(c->rules[0].line, 13);
+                CHECK_INT(c->rules[0].line, 14);
                 CHECK_CONTAINS(c->rules[0].file, "/stablepages.conf");
                 CHECK_INT(c->rules[1].match.kind, MATCH_DEVNUM);
                 CHECK_INT(c->rules[1].match.devnum, makedev(7, 0));
                 CHECK_INT(c->rules[1].stable_writes, SETTING_AUTO);
                 CHECK_INT(c->rules[1].force, 0);
-                CHECK_INT(c->rules[1].line, 16);
+                CHECK_INT(c->rules[1].line, 17);
         }
 }
 
@@ -264,6 +266,7 @@ static const Case cases[] = {
                                "StallBudgetMSec=250\n"
                                "StallWindowSec=60\n"
                                "StallCalmSec=604800\n"
+                               "StallMinWaits=3\n"
                                "MetricsFile=/run/stablepages/metrics.prom\n"
                                "[Device zram*]\n"
                                "StableWrites=off\n"
@@ -998,7 +1001,7 @@ static void test_shipped_config(void) {
                         CHECK(c.n_rules > 0);
         }
         /* Every [Manager] key appears once, commented out. */
-        CHECK_INT(manager_keys, 10);
+        CHECK_INT(manager_keys, 11);
 #endif
 }
 

@@ -70,6 +70,9 @@ static const AdaptRow adapt_rows[] = {
           40, 128, 5000, LEARNED_OFF, true, true,
           "p99 wait 128.0 ms over the last 30 s (40 waits, max 130.0 ms) exceeds StallBudgetMSec=10.0 ms: stable "
           "writes off" },
+        { "too few waits to judge: nothing learned", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true,
+          9, 128, 5000, LEARNED_NONE, false, false,
+          "(9 waits, max 130.0 ms): too few waits to judge (StallMinWaits=10)" },
         { "at the budget is within it", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 10, 5000,
           LEARNED_NONE, false, false, "is within StallBudgetMSec=10.0 ms" },
         { "no waits", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 0, 0, 5000, LEARNED_NONE, false,
@@ -118,7 +121,7 @@ static unsigned simulate_flapping(uint64_t period) {
                                   .last_over_usec = last_over, .measured = true, .count = 10,
                                   .p99_usec = over ? 50 * USEC_PER_MSEC : USEC_PER_MSEC,
                                   .max_usec = 60 * USEC_PER_MSEC, .window_usec = 10 * S,
-                                  .budget_usec = 10 * USEC_PER_MSEC, .calm_usec = 1800 * S, .now_usec = now };
+                                  .budget_usec = 10 * USEC_PER_MSEC, .calm_usec = 1800 * S, .min_waits = 10, .now_usec = now };
                 AdaptDecision d = {};
                 CHECK_INT(policy_adapt(&in, &d), 0);
                 if (d.over)
@@ -152,6 +155,7 @@ static void test_adapt(void) {
                         .window_usec = 30 * S,
                         .budget_usec = 10 * USEC_PER_MSEC,
                         .calm_usec = 1800 * S,
+                        .min_waits = 10,
                         .now_usec = t->now * S,
                 };
                 AdaptDecision d = {};
