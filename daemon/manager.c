@@ -813,8 +813,15 @@ static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         int r;
 
         r = manager_write_metrics(m);
-        if (r < 0)
-                log_warning_errno(r, "Cannot write MetricsFile=%s: %m", m->engine.config.metrics_file);
+        if (r < 0 && r != m->metrics_error)
+                log_warning_errno(r, "Cannot write MetricsFile=%s: %m%s (logged once until it changes)",
+                                  m->engine.config.metrics_file,
+                                  r == -EROFS ? "; the service's sandbox makes it read-only: add its directory "
+                                                "to ReadWritePaths= with a drop-in"
+                                              : "");
+        else if (r >= 0 && m->metrics_error < 0)
+                log_info("MetricsFile=%s written again.", m->engine.config.metrics_file);
+        m->metrics_error = MIN(r, 0);
         r = sd_event_source_set_time_relative(s, m->engine.config.metrics_interval_usec);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
