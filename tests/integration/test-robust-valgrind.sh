@@ -22,7 +22,7 @@ loop=loop$n
 sp_loop_attach "$n" 64M
 mkfs.ext4 -q "/dev/$loop"
 sp_config "[Manager]
-Devices=loop*
+Devices=$loop
 RescanSec=1"
 
 # The daemon under valgrind: a wrapper in place of the binary for sp_daemon_start.
