@@ -35,11 +35,11 @@ typedef struct Finding {
 
 typedef int (*detector_t)(const DeviceFacts *f, unsigned kernel, Finding *ret);
 
-#define FOUND(ret, n, explains, breaks, ...)                                                       \
-        ({                                                                                         \
-                *(ret) = (Finding){ .need = (n), .explains_flag = (explains), .breaks_stack = (breaks) }; \
-                (ret)->reason = strdup_printf(__VA_ARGS__);                                        \
-                (ret)->reason ? 1 : -ENOMEM;                                                       \
+#define FOUND(ret, n, explains, breaks, ...)                                                                \
+        ({                                                                                                  \
+                *(ret) = (Finding){ .need = (n), .explains_flag = (explains), .breaks_stack = (breaks) };   \
+                (ret)->reason = strdup_printf(__VA_ARGS__);                                                 \
+                (ret)->reason ? 1 : -ENOMEM;                                                                \
         })
 
 static int detect_integrity(const DeviceFacts *f, unsigned kernel, Finding *ret) {
@@ -123,8 +123,7 @@ static int detect_dm(const DeviceFacts *f, unsigned kernel, Finding *ret) {
                              name);
         if (startswith(u, "LVM-"))
                 return FOUND(ret, NEED_NONE, true, false,
-                             "LVM logical volume (%s) maps the page through to its physical volumes",
-                             name);
+                             "LVM logical volume (%s) maps the page through to its physical volumes", name);
         if (startswith(u, "mpath-"))
                 return FOUND(ret, NEED_NONE, true, false,
                              "dm-multipath (%s) passes the page through to its paths", name);
@@ -209,7 +208,7 @@ static int detect_plain(const DeviceFacts *f, unsigned kernel, Finding *ret) {
 }
 
 static const detector_t detectors[] = {
-        detect_integrity, detect_zram,  detect_md,   detect_dm,   detect_loop,
+        detect_integrity, detect_zram,         detect_md,  detect_dm,   detect_loop,
         detect_iscsi,     detect_nvme_fabrics, detect_rbd, detect_drbd, detect_plain,
 };
 
@@ -298,8 +297,8 @@ static int classify_one(Classifier *c, size_t i) {
         c->marks[i] = MARK_BUSY;
 
         *cl = (Classification){ .need = NEED_NONE, .in_force = stable_writes_in_force(f, c->kernel) };
-        cl->integrity_enforced = c->kernel >= KERNEL_VERSION(6, 11, 0) &&
-                                 integrity_format_is_checksum(f->integrity_format);
+        cl->integrity_enforced =
+                c->kernel >= KERNEL_VERSION(6, 11, 0) && integrity_format_is_checksum(f->integrity_format);
 
         for (size_t d = 0; d < ELEMENTSOF(detectors); d++) {
                 Finding found = {};
@@ -318,11 +317,12 @@ static int classify_one(Classifier *c, size_t i) {
         }
 
         if (!breaks) {
-                STRV_FOREACH(s, f->slaves) {
+                STRV_FOREACH (s, f->slaves) {
                         DeviceFacts *below = device_table_find(c->table, *s);
                         if (!below)
                                 continue;
-                        r = inherit(c, cl, &needs, &explained, "stacked on", (size_t) (below - c->table->devices));
+                        r = inherit(c, cl, &needs, &explained, "stacked on",
+                                    (size_t) (below - c->table->devices));
                         if (r < 0)
                                 return r;
                 }
@@ -339,18 +339,19 @@ static int classify_one(Classifier *c, size_t i) {
 
         if (f->declared_stable_writes == 1 && !explained) {
                 cl->need = MAX(cl->need, NEED_UNKNOWN);
-                r = add_reason(cl, &needs, NEED_UNKNOWN, strdup_printf(
-                                 "the kernel declared stable writes at probe time and no detector "
-                                 "explains why (kind %s%s%s): treated as required",
-                                 device_kind_to_string(f->kind), f->driver ? ", driver " : "",
-                                 f->driver ?: ""));
+                r = add_reason(
+                        cl, &needs, NEED_UNKNOWN,
+                        strdup_printf("the kernel declared stable writes at probe time and no detector "
+                                      "explains why (kind %s%s%s): treated as required",
+                                      device_kind_to_string(f->kind), f->driver ? ", driver " : "",
+                                      f->driver ?: ""));
                 if (r < 0)
                         return r;
         } else if (!matched) {
-                r = add_reason(cl, &needs, NEED_NONE, strdup_printf(
-                                 "no detector applies (kind %s) and the kernel did not declare "
-                                 "stable writes: nothing known reads the page twice",
-                                 device_kind_to_string(f->kind)));
+                r = add_reason(cl, &needs, NEED_NONE,
+                               strdup_printf("no detector applies (kind %s) and the kernel did not declare "
+                                             "stable writes: nothing known reads the page twice",
+                                             device_kind_to_string(f->kind)));
                 if (r < 0)
                         return r;
         }

@@ -19,8 +19,8 @@ typedef enum Need {
 
 typedef struct Classification {
         Need need;
-        char **reasons;       /* sentences citing the evidence, strongest first */
-        bool in_force;        /* stable writes are in force on the device now */
+        char **reasons;          /* sentences citing the evidence, strongest first */
+        bool in_force;           /* stable writes are in force on the device now */
         bool integrity_enforced; /* in force through the integrity profile (6.11+), whatever
                                   * queue/stable_writes says: writing the flag cannot lift it */
 } Classification;

@@ -61,18 +61,18 @@ typedef struct DeviceRule {
 } DeviceRule;
 
 typedef struct Config {
-        PolicyMode policy;          /* Policy=, default balanced */
-        char **devices;             /* Devices=, globs of disks we may write; NULL = all */
-        ApplyMounted apply_mounted; /* ApplyMounted=, default next-mount */
-        uint64_t rescan_usec;       /* RescanSec=, default 60 s; 0 disables */
-        uint64_t stall_budget_usec; /* StallBudgetMSec=, default 100 ms */
-        uint64_t stall_window_usec; /* StallWindowSec=, default 300 s */
-        uint64_t stall_calm_usec;   /* StallCalmSec=, default 1800 s */
-        uint64_t stall_min_waits;   /* StallMinWaits=, default 10 */
-        char *metrics_file;         /* MetricsFile=, NULL = off */
+        PolicyMode policy;              /* Policy=, default balanced */
+        char **devices;                 /* Devices=, globs of disks we may write; NULL = all */
+        ApplyMounted apply_mounted;     /* ApplyMounted=, default next-mount */
+        uint64_t rescan_usec;           /* RescanSec=, default 60 s; 0 disables */
+        uint64_t stall_budget_usec;     /* StallBudgetMSec=, default 100 ms */
+        uint64_t stall_window_usec;     /* StallWindowSec=, default 300 s */
+        uint64_t stall_calm_usec;       /* StallCalmSec=, default 1800 s */
+        uint64_t stall_min_waits;       /* StallMinWaits=, default 10 */
+        char *metrics_file;             /* MetricsFile=, NULL = off */
         uint64_t metrics_interval_usec; /* MetricsIntervalSec=, default 15 s */
-        char **never_remount;       /* NeverRemount=, paths never cycled */
-        DeviceRule *rules;          /* in the order they were read; later wins */
+        char **never_remount;           /* NeverRemount=, paths never cycled */
+        DeviceRule *rules;              /* in the order they were read; later wins */
         size_t n_rules;
 } Config;
 
@@ -128,9 +128,9 @@ char *device_match_to_string(const DeviceMatch *m);
 
 /* The facts a match is tested against. */
 typedef struct DeviceIdentity {
-        const char *name;          /* kernel name of the disk */
-        dev_t devnum;              /* its MAJ:MIN */
-        char *const *properties;   /* KEY=value of the disk and of its partitions */
+        const char *name;        /* kernel name of the disk */
+        dev_t devnum;            /* its MAJ:MIN */
+        char *const *properties; /* KEY=value of the disk and of its partitions */
 } DeviceIdentity;
 
 /* True when m matches the device. */
@@ -138,9 +138,8 @@ bool device_match_test(const DeviceMatch *m, const DeviceIdentity *id);
 
 /* The merged per-device settings: walks c->rules in order, later wins per key.
  * *ret_rule_* point at the rules that decided, for messages (NULL if none). */
-void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting,
-                            bool *ret_force, const DeviceRule **ret_setting_rule,
-                            const DeviceRule **ret_force_rule);
+void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting, bool *ret_force,
+                            const DeviceRule **ret_setting_rule, const DeviceRule **ret_force_rule);
 
 /* The Need= of the last matching rule that sets one (a Need value of classify.h), or -1;
  * *ret_rule is that rule (NULL when none). */

@@ -8,7 +8,7 @@
 #include "util.h"
 
 static const char *const device_kind_table[_DEVICE_KIND_MAX] = {
-        [DEVICE_KIND_OTHER] = "other", [DEVICE_KIND_SCSI] = "scsi", [DEVICE_KIND_NVME] = "nvme",
+        [DEVICE_KIND_OTHER] = "other",   [DEVICE_KIND_SCSI] = "scsi", [DEVICE_KIND_NVME] = "nvme",
         [DEVICE_KIND_VIRTIO] = "virtio", [DEVICE_KIND_LOOP] = "loop", [DEVICE_KIND_ZRAM] = "zram",
         [DEVICE_KIND_MD] = "md",         [DEVICE_KIND_DM] = "dm",     [DEVICE_KIND_RBD] = "rbd",
         [DEVICE_KIND_DRBD] = "drbd",     [DEVICE_KIND_NBD] = "nbd",   [DEVICE_KIND_MMC] = "mmc",
@@ -64,10 +64,10 @@ static DeviceKind kind_from_facts(const DeviceFacts *f, bool has_md, bool has_dm
                 const char *prefix;
                 DeviceKind kind;
         } prefixes[] = {
-                {"zram", DEVICE_KIND_ZRAM}, {"loop", DEVICE_KIND_LOOP}, {"nvme", DEVICE_KIND_NVME},
-                {"rbd", DEVICE_KIND_RBD},   {"drbd", DEVICE_KIND_DRBD}, {"nbd", DEVICE_KIND_NBD},
-                {"mmcblk", DEVICE_KIND_MMC}, {"ram", DEVICE_KIND_RAM}, {"md", DEVICE_KIND_MD},
-                {"dm-", DEVICE_KIND_DM},
+                { "zram", DEVICE_KIND_ZRAM },  { "loop", DEVICE_KIND_LOOP }, { "nvme", DEVICE_KIND_NVME },
+                { "rbd", DEVICE_KIND_RBD },    { "drbd", DEVICE_KIND_DRBD }, { "nbd", DEVICE_KIND_NBD },
+                { "mmcblk", DEVICE_KIND_MMC }, { "ram", DEVICE_KIND_RAM },   { "md", DEVICE_KIND_MD },
+                { "dm-", DEVICE_KIND_DM },
         };
 
         if (has_md)
@@ -121,7 +121,7 @@ int device_disk_of(const char *sysfs_root, const char *name, char **ret) {
         r = sysfs_list_dir(sysfs_root, "block", &disks);
         if (r < 0)
                 return r;
-        STRV_FOREACH(d, disks) {
+        STRV_FOREACH (d, disks) {
                 _cleanup_free_ char *part = strdup_printf("block/%s/%s/partition", *d, name);
                 _cleanup_free_ char *fp = part ? path_join(sysfs_root, part) : NULL;
                 if (!fp)
@@ -150,7 +150,7 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const char *di
                 return r;
         if (r < 0)
                 return add_error(f, dir, r);
-        STRV_FOREACH(n, names) {
+        STRV_FOREACH (n, names) {
                 _cleanup_free_ char *disk = NULL;
                 r = device_disk_of(o->sysfs_root, *n, &disk);
                 if (r == -ENOMEM)
@@ -173,7 +173,7 @@ static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f) {
         r = sysfs_list_dir(o->sysfs_root, p, &entries);
         if (r < 0)
                 return r == -ENOMEM ? r : add_error(f, "partitions", r);
-        STRV_FOREACH(e, entries) {
+        STRV_FOREACH (e, entries) {
                 _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", f->name, *e);
                 _cleanup_free_ char *dp = strdup_printf("block/%s/%s/dev", f->name, *e);
                 _cleanup_free_ char *dev = NULL, *full = NULL;
@@ -241,7 +241,7 @@ static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
                 _cleanup_strv_free_ char **conns = NULL;
                 if (sysfs_list_dir("/", resolved, &conns) < 0)
                         return 0;
-                STRV_FOREACH(c, conns) {
+                STRV_FOREACH (c, conns) {
                         if (!startswith(*c, "connection"))
                                 continue;
                         _cleanup_free_ char *attr =
@@ -332,7 +332,8 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         f.kind = kind_from_facts(&f, dir_exists(o.sysfs_root, mdp), dir_exists(o.sysfs_root, dmp),
                                  dir_exists(o.sysfs_root, lp));
 
-        if (f.kind == DEVICE_KIND_RBD && (r = read_opt_string(&o, &f, "device/config_info", &f.rbd_config_info)) < 0)
+        if (f.kind == DEVICE_KIND_RBD &&
+            (r = read_opt_string(&o, &f, "device/config_info", &f.rbd_config_info)) < 0)
                 goto fail;
         if (f.kind == DEVICE_KIND_SCSI && (r = read_iscsi_digest(&o, &f)) < 0)
                 goto fail;
@@ -412,7 +413,7 @@ int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret) {
         t.devices = calloc(strv_length(names) + 1, sizeof(DeviceFacts));
         if (!t.devices)
                 return -ENOMEM;
-        STRV_FOREACH(n, names) {
+        STRV_FOREACH (n, names) {
                 r = device_facts_read(options, *n, &t.devices[t.n]);
                 if (r == -ENOMEM) {
                         device_table_done(&t);
@@ -429,7 +430,8 @@ int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret) {
 /* Whether disk name, or one of its partitions, has device number devnum. */
 static int disk_has_devnum(const char *sysfs_root, const char *name, dev_t devnum) {
         _cleanup_strv_free_ char **entries = NULL;
-        _cleanup_free_ char *dp = strdup_printf("block/%s/dev", name), *dir = strdup_printf("block/%s", name);
+        _cleanup_free_ char *dp = strdup_printf("block/%s/dev", name),
+                            *dir = strdup_printf("block/%s", name);
         _cleanup_free_ char *dev = NULL;
         dev_t d;
         int r;
@@ -443,7 +445,7 @@ static int disk_has_devnum(const char *sysfs_root, const char *name, dev_t devnu
         r = sysfs_list_dir(sysfs_root, dir, &entries);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
-        STRV_FOREACH(e, entries) {
+        STRV_FOREACH (e, entries) {
                 _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", name, *e);
                 _cleanup_free_ char *pd = strdup_printf("block/%s/%s/dev", name, *e);
                 _cleanup_free_ char *pdev = NULL;
@@ -453,7 +455,8 @@ static int disk_has_devnum(const char *sysfs_root, const char *name, dev_t devnu
                         return -ENOMEM;
                 if (sysfs_read_int(sysfs_root, pp, &partno) < 0)
                         continue;
-                if (sysfs_read_string(sysfs_root, pd, &pdev) >= 0 && parse_devnum(pdev, &d) >= 0 && d == devnum)
+                if (sysfs_read_string(sysfs_root, pd, &pdev) >= 0 && parse_devnum(pdev, &d) >= 0 &&
+                    d == devnum)
                         return 1;
         }
         return 0;
@@ -466,7 +469,7 @@ int device_disk_of_devnum(const char *sysfs_root, dev_t devnum, char **ret) {
         r = sysfs_list_dir(sysfs_root, "block", &disks);
         if (r < 0)
                 return r;
-        STRV_FOREACH(d, disks) {
+        STRV_FOREACH (d, disks) {
                 r = disk_has_devnum(sysfs_root, *d, devnum);
                 if (r < 0)
                         return r;
@@ -547,7 +550,7 @@ DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum) {
 
 const char *device_facts_property(const DeviceFacts *f, const char *key) {
         size_t n = strlen(key);
-        STRV_FOREACH(p, f->properties)
+        STRV_FOREACH (p, f->properties)
                 if (strneq(*p, key, n) && (*p)[n] == '=')
                         return *p + n + 1;
         return NULL;

@@ -13,7 +13,7 @@
 
 typedef enum DeviceKind {
         DEVICE_KIND_OTHER,
-        DEVICE_KIND_SCSI,   /* sd */
+        DEVICE_KIND_SCSI, /* sd */
         DEVICE_KIND_NVME,
         DEVICE_KIND_VIRTIO, /* virtio_blk */
         DEVICE_KIND_LOOP,
@@ -37,29 +37,29 @@ typedef struct Partition {
 } Partition;
 
 typedef struct DeviceFacts {
-        char *name;    /* kernel name of the disk, e.g. "sda" */
-        dev_t devnum;  /* MAJ:MIN of the disk */
+        char *name;       /* kernel name of the disk, e.g. "sda" */
+        dev_t devnum;     /* MAJ:MIN of the disk */
         uint64_t diskseq; /* 0 when the kernel has none */
         DeviceKind kind;
         char *driver; /* basename of device/driver, NULL if none */
 
-        int stable_writes; /* queue/stable_writes: ATTR_ABSENT, 0, 1 */
+        int stable_writes;          /* queue/stable_writes: ATTR_ABSENT, 0, 1 */
         int declared_stable_writes; /* what the kernel set at probe time, before anyone wrote
                                      * the flag: from the state of the first write, else
                                      * stable_writes (filled by the caller, see state.h) */
 
-        char *integrity_format;   /* integrity/format ("none", "T10-DIF-TYPE1-CRC"…), NULL if absent */
-        int write_generate;       /* integrity/write_generate */
-        int read_verify;          /* integrity/read_verify */
-        int integrity_capable;    /* integrity/device_is_integrity_capable */
+        char *integrity_format; /* integrity/format ("none", "T10-DIF-TYPE1-CRC"…), NULL if absent */
+        int write_generate;     /* integrity/write_generate */
+        int read_verify;        /* integrity/read_verify */
+        int integrity_capable;  /* integrity/device_is_integrity_capable */
 
-        char *md_level;  /* md/level ("raid5"…), NULL if not md */
+        char *md_level;   /* md/level ("raid5"…), NULL if not md */
         int md_skip_copy; /* md/skip_copy */
 
         char *dm_name, *dm_uuid; /* dm/name, dm/uuid */
 
-        char *loop_backing_file; /* loop/backing_file */
-        int loop_dio;            /* loop/dio */
+        char *loop_backing_file;   /* loop/backing_file */
+        int loop_dio;              /* loop/dio */
         dev_t loop_backing_devnum; /* device holding the backing file, 0 if unknown */
 
         char *iscsi_data_digest; /* data_digest of the iSCSI connection ("CRC32C", "None") */
@@ -84,8 +84,8 @@ typedef struct DeviceTable {
 typedef int (*backing_resolver_t)(const char *backing_file, void *userdata, dev_t *ret);
 
 typedef struct DeviceScanOptions {
-        const char *sysfs_root;    /* default "/sys" */
-        const char *udev_data_dir; /* default "/run/udev/data"; "" disables */
+        const char *sysfs_root;             /* default "/sys" */
+        const char *udev_data_dir;          /* default "/run/udev/data"; "" disables */
         backing_resolver_t resolve_backing; /* default: stat(2) */
         void *resolve_userdata;
 } DeviceScanOptions;

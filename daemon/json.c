@@ -102,7 +102,7 @@ void json_null(JsonWriter *w) {
 
 void json_strv(JsonWriter *w, char *const *l) {
         json_array_begin(w);
-        STRV_FOREACH(s, l)
+        STRV_FOREACH (s, l)
                 json_string(w, *s);
         json_array_end(w);
 }

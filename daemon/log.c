@@ -26,7 +26,7 @@ void log_set_target(LogTarget t) {
 
 int log_level_from_string(const char *s) {
         static const char *const names[] = {
-                [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",   [LOG_CRIT] = "crit",
+                [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",     [LOG_CRIT] = "crit",
                 [LOG_ERR] = "err",     [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
                 [LOG_INFO] = "info",   [LOG_DEBUG] = "debug",
         };
@@ -62,8 +62,8 @@ static LogTarget resolve_target(void) {
         return resolved_target;
 }
 
-int log_internal(int level, int error, const char *file, int line, const char *func,
-                 const char *format, ...) {
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *format,
+                 ...) {
         char buf[2048];
         va_list ap;
         int saved = errno;
@@ -83,8 +83,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         if (resolve_target() == LOG_TARGET_JOURNAL) {
                 if (sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%d", level, "CODE_FILE=%s", file,
                                     "CODE_LINE=%d", line, "CODE_FUNC=%s", func, "ERRNO=%d", error,
-                                    "SYSLOG_IDENTIFIER=%s", program_invocation_short_name,
-                                    NULL) >= 0) {
+                                    "SYSLOG_IDENTIFIER=%s", program_invocation_short_name, NULL) >= 0) {
                         errno = saved;
                         return -error;
                 }

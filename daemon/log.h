@@ -19,10 +19,10 @@ void log_set_target(LogTarget target);
 
 /* Logs one line at priority level; returns -abs(error) when error != 0, else 0, so that
  * callers can "return log_error_errno(r, ...)". */
-int log_internal(int level, int error, const char *file, int line, const char *func,
-                 const char *format, ...) _printf_(6, 7);
+int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
+        _printf_(6, 7);
 
-#define log_full_errno(level, error, ...)                                                          \
+#define log_full_errno(level, error, ...)                                                                   \
         log_internal(level, error, __FILE__, __LINE__, __func__, __VA_ARGS__)
 #define log_full(level, ...) log_full_errno(level, 0, __VA_ARGS__)
 

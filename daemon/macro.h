@@ -60,22 +60,22 @@ static inline void closedirp(DIR **d) {
 #define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Returns the pointer and clears the variable, to hand ownership on. */
-#define TAKE_PTR(p)                                                                                \
-        ({                                                                                         \
-                __typeof__(p) _p = (p);                                                            \
-                (p) = NULL;                                                                        \
-                _p;                                                                                \
+#define TAKE_PTR(p)                                                                                         \
+        ({                                                                                                  \
+                __typeof__(p) _p = (p);                                                                     \
+                (p) = NULL;                                                                                 \
+                _p;                                                                                         \
         })
 
-#define TAKE_FD(fd)                                                                                \
-        ({                                                                                         \
-                int _fd = (fd);                                                                    \
-                (fd) = -EBADF;                                                                     \
-                _fd;                                                                               \
+#define TAKE_FD(fd)                                                                                         \
+        ({                                                                                                  \
+                int _fd = (fd);                                                                             \
+                (fd) = -EBADF;                                                                              \
+                _fd;                                                                                        \
         })
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                    \
-        static inline void func##p(type *p) {                                                      \
-                if (*p)                                                                            \
-                        func(*p);                                                                  \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                             \
+        static inline void func##p(type *p) {                                                               \
+                if (*p)                                                                                     \
+                        func(*p);                                                                           \
         }

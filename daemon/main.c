@@ -135,7 +135,8 @@ static int parse_argv(int argc, char *argv[]) {
                         else if (streq(optarg, "journal"))
                                 log_set_target(LOG_TARGET_JOURNAL);
                         else {
-                                log_error("--log-target= takes auto, console or journal, not \"%s\".", optarg);
+                                log_error("--log-target= takes auto, console or journal, not \"%s\".",
+                                          optarg);
                                 return -EINVAL;
                         }
                         break;

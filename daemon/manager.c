@@ -816,9 +816,10 @@ static int on_metrics_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (r < 0 && r != m->metrics_error)
                 log_warning_errno(r, "Cannot write MetricsFile=%s: %m%s (logged once until it changes)",
                                   m->engine.config.metrics_file,
-                                  r == -EROFS ? "; the service's sandbox makes it read-only: add its directory "
-                                                "to ReadWritePaths= with a drop-in"
-                                              : "");
+                                  r == -EROFS
+                                          ? "; the service's sandbox makes it read-only: add its directory "
+                                            "to ReadWritePaths= with a drop-in"
+                                          : "");
         else if (r >= 0 && m->metrics_error < 0)
                 log_info("MetricsFile=%s written again.", m->engine.config.metrics_file);
         m->metrics_error = MIN(r, 0);

@@ -91,7 +91,7 @@ struct Manager {
 
         StallProbe *probe; /* the stall observatory (mode may be "unavailable") */
         sd_event_source *probe_start, *stall_timer, *metrics_timer;
-        int metrics_error; /* of the last MetricsFile= write: logged when it changes */
+        int metrics_error;    /* of the last MetricsFile= write: logged when it changes */
         DeviceStalls *stalls; /* disks the probe or the policy looked at */
         size_t n_stalls;
         uint64_t stall_poll_usec; /* CLOCK_REALTIME of the last poll, 0 before the first */

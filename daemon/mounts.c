@@ -229,7 +229,8 @@ static uint64_t mount_unique_id(const char *target, int id) {
         if (!target || statx(AT_FDCWD, target, flags, STATX_MNT_ID, &stx) < 0 ||
             !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != (uint64_t) id)
                 return 0;
-        if (statx(AT_FDCWD, target, flags, STATX_MNT_ID_UNIQUE, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID_UNIQUE))
+        if (statx(AT_FDCWD, target, flags, STATX_MNT_ID_UNIQUE, &stx) < 0 ||
+            !(stx.stx_mask & STATX_MNT_ID_UNIQUE))
                 return 0;
         return stx.stx_mnt_id;
 }

@@ -149,7 +149,8 @@ static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, c
 
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
         char p99[32], max[32], window[32], budget[32], calm[32], ago[32];
-        bool over = in->measured && in->count > 0 && in->count >= in->min_waits && in->p99_usec > in->budget_usec;
+        bool over = in->measured && in->count > 0 && in->count >= in->min_waits &&
+                    in->p99_usec > in->budget_usec;
         _cleanup_free_ char *figures = NULL;
 
         format_usec(in->p99_usec, p99);

@@ -91,10 +91,10 @@ typedef struct AdaptDecision {
 } AdaptDecision;
 
 /* The adaptive step of Policy=balanced for one disk and one stall window: a recommended
- * disk whose window p99 over at least min_waits waits exceeds the budget learns off; it learns on again only after
- * calm_usec without a window over the budget; no change follows another within calm_usec.
- * Required and unknown disks never learn anything: the reason states what they cost and why
- * it is paid. Pure. Returns 0 or -ENOMEM. */
+ * disk whose window p99 over at least min_waits waits exceeds the budget learns off; it learns on again only
+ * after calm_usec without a window over the budget; no change follows another within calm_usec. Required and
+ * unknown disks never learn anything: the reason states what they cost and why it is paid. Pure. Returns 0
+ * or -ENOMEM. */
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret);
 
 void adapt_decision_done(AdaptDecision *d);

@@ -166,7 +166,8 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
         }
         if (!t->event) {
                 *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
-                                           "writeback:wait_on_page_writeback in %s/events", root);
+                                           "writeback:wait_on_page_writeback in %s/events",
+                                           root);
                 stall_tracefs_free(t);
                 return -ENOENT;
         }
@@ -180,7 +181,8 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
                 goto oom;
         if (mkdir(t->instance, 0700) < 0) {
                 r = -errno;
-                *ret_error = strdup_printf("cannot create tracefs instance %s: %s", t->instance, strerror(-r));
+                *ret_error =
+                        strdup_printf("cannot create tracefs instance %s: %s", t->instance, strerror(-r));
                 t->instance = mfree(t->instance); /* not ours: do not remove it */
                 stall_tracefs_free(t);
                 return r;
@@ -270,7 +272,7 @@ static int account(StallTracefs *t, const char *bdi, const char *comm, unsigned 
                         return -ENOMEM;
                 t->bdis = l;
                 b = &t->bdis[t->n_bdis++];
-                *b = (TracefsBdi) {};
+                *b = (TracefsBdi){};
                 memcpy(b->bdi, bdi, STALL_BPF_BDI_LEN);
         }
         if (kind == STALL_KIND_SYNC) {
@@ -344,7 +346,7 @@ static int handle_line(StallTracefs *t, const char *line) {
                         if (r < 0)
                                 return r;
                 }
-                t->pending[t->n_pending] = (TracefsPending) {};
+                t->pending[t->n_pending] = (TracefsPending){};
                 entry_key(line, t->pending[t->n_pending].key);
                 memcpy(t->pending[t->n_pending].bdi, bdi, sizeof(bdi));
                 memcpy(t->pending[t->n_pending].comm, comm, sizeof(comm));

@@ -51,7 +51,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define TASK_UNINTERRUPTIBLE 0x2
-#define STALE_NS (10ULL * 1000 * 1000)  /* run time between tracepoint and sleep, at most */
+#define STALE_NS (10ULL * 1000 * 1000) /* run time between tracepoint and sleep, at most */
 
 #define BDEVFS_MAGIC 0x62646576
 
@@ -127,9 +127,9 @@ struct {
         __type(value, __u64);
 } comms SEC(".maps");
 
-__u64 nr_waiting = 0; /* records in `waiting`; 0 makes sched_switch return at once */
-__u64 unmatched = 0;  /* tracepoint hits that did not sleep */
-__u64 lost = 0;       /* waits not recorded: a map was full */
+__u64 nr_waiting = 0;   /* records in `waiting`; 0 makes sched_switch return at once */
+__u64 unmatched = 0;    /* tracepoint hits that did not sleep */
+__u64 lost = 0;         /* waits not recorded: a map was full */
 __u64 unclassified = 0; /* waits whose stack could not be read: counted as STALL_KIND_STABLE */
 
 const volatile __u32 n_ranges = 0;
@@ -138,11 +138,21 @@ const volatile struct stall_bpf_range ranges[STALL_BPF_MAX_RANGES] = {};
 static __always_inline __u32 log2_u64(__u64 v) {
         __u32 r = 0, shift;
 
-        shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
-        shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-        shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-        shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-        shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+        shift = (v > 0xFFFFFFFFULL) << 5;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0xFFFF) << 4;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0xFF) << 3;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0xF) << 2;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0x3) << 1;
+        v >>= shift;
+        r |= shift;
         r |= (v >> 1);
         return r;
 }
@@ -215,7 +225,8 @@ static __always_inline struct backing_dev_info *mapping_bdi(struct address_space
         host = BPF_CORE_READ(mapping, host);
         sb = BPF_CORE_READ(host, i_sb);
         if (BPF_CORE_READ(sb, s_magic) == BDEVFS_MAGIC) {
-                struct bdev_inode *bi = (void *) ((char *) host - bpf_core_field_offset(struct bdev_inode, vfs_inode));
+                struct bdev_inode *bi =
+                        (void *) ((char *) host - bpf_core_field_offset(struct bdev_inode, vfs_inode));
                 return BPF_CORE_READ(bi, bdev.bd_disk, bdi);
         }
         return BPF_CORE_READ(sb, s_bdi);

@@ -363,7 +363,8 @@ int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size
                         continue; /* an alias of the previous symbol */
                 if (n >= max)
                         return -ENOSPC;
-                ranges[n++] = (struct stall_bpf_range) { .lo = syms[i].addr, .hi = end, .kind = syms[i].kind };
+                ranges[n++] =
+                        (struct stall_bpf_range){ .lo = syms[i].addr, .hi = end, .kind = syms[i].kind };
         }
         *ret_n = n;
         return 0;
@@ -581,7 +582,8 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         has_page = access(page, F_OK) == 0;
         if (!has_folio && !has_page) {
                 *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
-                                           "writeback:wait_on_page_writeback in %s/events", tracefs);
+                                           "writeback:wait_on_page_writeback in %s/events",
+                                           tracefs);
                 return -ENOENT;
         }
 
@@ -607,7 +609,8 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
                 return r;
         }
         if (r < 0) {
-                log_warning_errno(r, "Cannot classify writeback waits by caller from /proc/kallsyms (%s): "
+                log_warning_errno(r,
+                                  "Cannot classify writeback waits by caller from /proc/kallsyms (%s): "
                                   "fsync waits will be counted as stable-pages waits.",
                                   r == -EPERM    ? "addresses hidden by kernel.kptr_restrict"
                                   : r == -ENOSPC ? "more than " STRINGIFY(STALL_BPF_MAX_RANGES) " ranges"
@@ -676,7 +679,7 @@ static StallStats *stats_find_or_add(StallStats **list, size_t *n, size_t *alloc
                 *allocated = a;
         }
         s = &(*list)[(*n)++];
-        *s = (StallStats) { .has_durations = true, .classified = classified };
+        *s = (StallStats){ .has_durations = true, .classified = classified };
         memcpy(s->bdi, bdi, sizeof(s->bdi));
         s->bdi[sizeof(s->bdi) - 1] = '\0';
         (void) stall_parse_bdi_name(s->bdi, &s->devnum);
@@ -834,7 +837,8 @@ int stall_probe_new(StallProbe **ret) {
         r = stall_tracefs_find_root(&root, &mounted);
         if (r < 0) {
                 p->reason = strdup_printf("tracefs is not mounted and cannot be mounted on "
-                                          "/sys/kernel/tracing: %s", strerror(-r));
+                                          "/sys/kernel/tracing: %s",
+                                          strerror(-r));
                 goto done;
         }
         if (mounted)
@@ -871,8 +875,7 @@ int stall_probe_new(StallProbe **ret) {
         }
         if (r == -ENOMEM)
                 goto oom;
-        p->reason = strdup_printf("BPF: %s; tracefs: %s", strnull(bpf_error),
-                                  tracefs_error ?: strerror(-r));
+        p->reason = strdup_printf("BPF: %s; tracefs: %s", strnull(bpf_error), tracefs_error ?: strerror(-r));
 
 done:
         if (!p->reason)

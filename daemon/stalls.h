@@ -42,7 +42,7 @@
 #define STALL_BPF_MAX_BDIS 1024
 #define STALL_BPF_MAX_COMMS 8192
 #define STALL_BPF_MAX_RANGES 512 /* kernel text ranges that classify a wait (a power of 2) */
-#define STALL_BPF_STACK_DEPTH 8 /* frames examined to find the caller */
+#define STALL_BPF_STACK_DEPTH 8  /* frames examined to find the caller */
 
 /* Why a task waited, from the function that called folio_wait_writeback(): */
 #define STALL_KIND_STABLE 0 /* about to modify the page: a stable-pages wait (the default) */
@@ -99,11 +99,11 @@ typedef struct StallComm {
 } StallComm;
 
 typedef struct StallStats {
-        dev_t devnum;                 /* parsed from bdi; 0 when bdi is not "MAJ:MIN" */
-        char bdi[STALL_BPF_BDI_LEN];  /* the tracepoint's bdi name */
-        bool has_durations;           /* false in tracefs mode: sum, max, hist are not measured */
-        bool classified;              /* waits were sorted by cause; false: the figures below
-                                       * include every writeback wait, fsync's too */
+        dev_t devnum;                /* parsed from bdi; 0 when bdi is not "MAJ:MIN" */
+        char bdi[STALL_BPF_BDI_LEN]; /* the tracepoint's bdi name */
+        bool has_durations;          /* false in tracefs mode: sum, max, hist are not measured */
+        bool classified;             /* waits were sorted by cause; false: the figures below
+                                      * include every writeback wait, fsync's too */
         /* Stable-pages waits (STALL_KIND_STABLE): a task about to modify a page under writeback. */
         uint64_t count;
         uint64_t sum_usec;

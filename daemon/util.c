@@ -60,7 +60,7 @@ int strv_extendf(char ***l, const char *format, ...) {
 }
 
 int strv_extend_strv(char ***l, char *const *other) {
-        STRV_FOREACH(s, other) {
+        STRV_FOREACH (s, other) {
                 int r = strv_extend(l, *s);
                 if (r < 0)
                         return r;
@@ -81,7 +81,7 @@ char **strv_copy(char *const *l) {
 }
 
 bool strv_contains(char *const *l, const char *value) {
-        STRV_FOREACH(s, l)
+        STRV_FOREACH (s, l)
                 if (streq(*s, value))
                         return true;
         return false;
@@ -175,8 +175,8 @@ int parse_int_range(const char *s, long long min, long long max, long long *ret)
 }
 
 int parse_boolean(const char *s) {
-        static const char *const yes[] = {"1", "yes", "y", "true", "t", "on"};
-        static const char *const no[] = {"0", "no", "n", "false", "f", "off"};
+        static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+        static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
 
         if (!s)
                 return -EINVAL;

@@ -28,7 +28,8 @@ static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m", e->runtime_dir);
         r = engine_load_learned(e);
         if (r < 0)
-                log_warning_errno(r, "Cannot read the learned decisions in %s, ignoring them: %m", e->state_dir);
+                log_warning_errno(r, "Cannot read the learned decisions in %s, ignoring them: %m",
+                                  e->state_dir);
         r = engine_scan_for(e, disks);
         if (r < 0)
                 return r;

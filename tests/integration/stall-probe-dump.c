@@ -27,8 +27,8 @@ static void print_stats(const StallStats *s) {
         json_print_string(stdout, s->bdi);
         printf(",\"durations\":%s,\"classified\":%s,\"count\":%" PRIu64 ",\"sync_count\":%" PRIu64
                ",\"other_count\":%" PRIu64,
-               s->has_durations ? "true" : "false", s->classified ? "true" : "false", s->count, s->sync_count,
-               s->other_count);
+               s->has_durations ? "true" : "false", s->classified ? "true" : "false", s->count,
+               s->sync_count, s->other_count);
         if (s->has_durations) {
                 printf(",\"sum_usec\":%" PRIu64 ",\"max_usec\":%" PRIu64 ",\"sync_sum_usec\":%" PRIu64
                        ",\"other_sum_usec\":%" PRIu64,

@@ -77,7 +77,8 @@ int main(int argc, char *argv[]) {
                         return 2;
                 }
         if (optind != argc - 1 || iterations <= 0 || slow_usec < 0 || bench < 0) {
-                fprintf(stderr, "usage: %s [--iterations N] [--slow-usec U] [--bench SECONDS] FILE\n", argv[0]);
+                fprintf(stderr, "usage: %s [--iterations N] [--slow-usec U] [--bench SECONDS] FILE\n",
+                        argv[0]);
                 return 2;
         }
 

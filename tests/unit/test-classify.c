@@ -22,6 +22,8 @@ typedef struct Expect {
         const char *desired; /* per mode observe, latency, balanced, integrity: '-' '0' '1' */
 } Expect;
 
+/* One row a line, wider than the style's columns: easier to read as a table. */
+/* clang-format off */
 static const Expect expects[] = {
         /* this machine (6.18) */
         { "host-loop", "vda", NEED_NONE, "plain virtio disk (driver virtio_blk)", NULL, false, "-000" },
@@ -69,6 +71,7 @@ static const Expect expects[] = {
         { "vm-6.12-loop-dio-on-raid5", "loop3", NEED_REQUIRED, "its backing file lives on md0, which is required", "dio=1 writes the page directly", false, "-111" },
         { "vm-6.12-zram", "zram0", NEED_REQUIRED, "zram compresses the page", NULL, true, "-111" },
 };
+/* clang-format on */
 
 static int resolve_from_map(const char *backing_file, void *userdata, dev_t *ret) {
         const char *fixture = userdata;
@@ -159,7 +162,8 @@ static void test_scan_for_matches_full_scan(const char *fixture) {
 }
 
 int main(void) {
-        static const PolicyMode modes[] = { POLICY_OBSERVE, POLICY_LATENCY, POLICY_BALANCED, POLICY_INTEGRITY };
+        static const PolicyMode modes[] = { POLICY_OBSERVE, POLICY_LATENCY, POLICY_BALANCED,
+                                            POLICY_INTEGRITY };
 
         for (size_t i = 0; i < ELEMENTSOF(expects); i++) {
                 const Expect *x = &expects[i];
@@ -183,7 +187,7 @@ int main(void) {
                                 CHECK_CONTAINS(d->class.reasons[0], x->reason);
                         if (x->also) {
                                 bool found = false;
-                                STRV_FOREACH(r, d->class.reasons)
+                                STRV_FOREACH (r, d->class.reasons)
                                         found = found || strstr(*r, x->also);
                                 if (!found)
                                         fprintf(stderr, "%s %s: no reason contains \"%s\"\n", x->fixture,
@@ -199,7 +203,7 @@ int main(void) {
         _cleanup_strv_free_ char **fixtures = NULL;
         CHECK_INT(sysfs_list_dir(FIXTURES_DIR, ".", &fixtures), 0);
         size_t n_fixtures = 0;
-        STRV_FOREACH(f, fixtures) {
+        STRV_FOREACH (f, fixtures) {
                 _cleanup_free_ char *krel = strdup_printf("%s/%s/kernel-release", FIXTURES_DIR, *f);
                 if (access(krel, F_OK) < 0)
                         continue;

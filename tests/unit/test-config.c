@@ -1008,7 +1008,8 @@ static void test_shipped_config(void) {
 /* The drop-in directory itself is a symlink loop, a file, or (as an unprivileged user)
  * unreadable; the main file is unreadable: each is reported, the rest applies. */
 static int load_dir(const char *dir, Config *c, ConfigDiags *diags) {
-        _cleanup_free_ char *main_file = path_join(dir, "stablepages.conf"), *dropins = path_join(dir, "conf.d");
+        _cleanup_free_ char *main_file = path_join(dir, "stablepages.conf"),
+                            *dropins = path_join(dir, "conf.d");
         return config_load(main_file, dropins, c, diags);
 }
 

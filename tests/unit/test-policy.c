@@ -19,34 +19,54 @@ typedef struct Row {
 
 static const Row rows[] = {
         /* observe never writes */
-        { POLICY_OBSERVE, NEED_REQUIRED, SETTING_AUTO, false, 0, 1, false, -1, SOURCE_OBSERVE, false, false, "observe" },
-        { POLICY_OBSERVE, NEED_NONE, SETTING_OFF, false, 0, 1, false, -1, SOURCE_OBSERVE, false, false, "observe" },
+        { POLICY_OBSERVE, NEED_REQUIRED, SETTING_AUTO, false, 0, 1, false, -1, SOURCE_OBSERVE, false, false,
+          "observe" },
+        { POLICY_OBSERVE, NEED_NONE, SETTING_OFF, false, 0, 1, false, -1, SOURCE_OBSERVE, false, false,
+          "observe" },
         /* latency */
-        { POLICY_LATENCY, NEED_REQUIRED, SETTING_AUTO, false, 0, 1, false, 1, SOURCE_POLICY, false, false, "required" },
-        { POLICY_LATENCY, NEED_UNKNOWN, SETTING_AUTO, false, 0, 1, false, 1, SOURCE_POLICY, false, false, "unknown" },
-        { POLICY_LATENCY, NEED_RECOMMENDED, SETTING_AUTO, false, 0, 1, false, 0, SOURCE_POLICY, false, false, "latency" },
-        { POLICY_LATENCY, NEED_NONE, SETTING_AUTO, false, 0, 1, false, 0, SOURCE_POLICY, false, false, "nothing reads" },
+        { POLICY_LATENCY, NEED_REQUIRED, SETTING_AUTO, false, 0, 1, false, 1, SOURCE_POLICY, false, false,
+          "required" },
+        { POLICY_LATENCY, NEED_UNKNOWN, SETTING_AUTO, false, 0, 1, false, 1, SOURCE_POLICY, false, false,
+          "unknown" },
+        { POLICY_LATENCY, NEED_RECOMMENDED, SETTING_AUTO, false, 0, 1, false, 0, SOURCE_POLICY, false, false,
+          "latency" },
+        { POLICY_LATENCY, NEED_NONE, SETTING_AUTO, false, 0, 1, false, 0, SOURCE_POLICY, false, false,
+          "nothing reads" },
         /* balanced */
-        { POLICY_BALANCED, NEED_REQUIRED, SETTING_AUTO, false, STALL_OVER_BUDGET, 1, false, 1, SOURCE_POLICY, false, false, "required" },
-        { POLICY_BALANCED, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_UNMEASURED, 0, false, 1, SOURCE_POLICY, false, false, "not measured" },
-        { POLICY_BALANCED, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_WITHIN_BUDGET, 0, false, 1, SOURCE_POLICY, false, false, "within" },
-        { POLICY_BALANCED, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_OVER_BUDGET, 1, false, 0, SOURCE_STALLS, false, false, "over the budget (p99 250 ms)" },
-        { POLICY_BALANCED, NEED_NONE, SETTING_AUTO, false, 0, 1, false, 0, SOURCE_POLICY, false, false, "balanced" },
+        { POLICY_BALANCED, NEED_REQUIRED, SETTING_AUTO, false, STALL_OVER_BUDGET, 1, false, 1, SOURCE_POLICY,
+          false, false, "required" },
+        { POLICY_BALANCED, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_UNMEASURED, 0, false, 1,
+          SOURCE_POLICY, false, false, "not measured" },
+        { POLICY_BALANCED, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_WITHIN_BUDGET, 0, false, 1,
+          SOURCE_POLICY, false, false, "within" },
+        { POLICY_BALANCED, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_OVER_BUDGET, 1, false, 0,
+          SOURCE_STALLS, false, false, "over the budget (p99 250 ms)" },
+        { POLICY_BALANCED, NEED_NONE, SETTING_AUTO, false, 0, 1, false, 0, SOURCE_POLICY, false, false,
+          "balanced" },
         /* integrity */
-        { POLICY_INTEGRITY, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_OVER_BUDGET, 0, false, 1, SOURCE_POLICY, false, false, "integrity" },
-        { POLICY_INTEGRITY, NEED_NONE, SETTING_AUTO, false, 0, 1, false, 1, SOURCE_POLICY, false, false, "kernel's default (on)" },
-        { POLICY_INTEGRITY, NEED_NONE, SETTING_AUTO, false, 0, 0, false, 0, SOURCE_POLICY, false, false, "kernel's default (off)" },
+        { POLICY_INTEGRITY, NEED_RECOMMENDED, SETTING_AUTO, false, STALL_OVER_BUDGET, 0, false, 1,
+          SOURCE_POLICY, false, false, "integrity" },
+        { POLICY_INTEGRITY, NEED_NONE, SETTING_AUTO, false, 0, 1, false, 1, SOURCE_POLICY, false, false,
+          "kernel's default (on)" },
+        { POLICY_INTEGRITY, NEED_NONE, SETTING_AUTO, false, 0, 0, false, 0, SOURCE_POLICY, false, false,
+          "kernel's default (off)" },
         /* overrides */
-        { POLICY_LATENCY, NEED_NONE, SETTING_ON, false, 0, 0, false, 1, SOURCE_CONFIG, false, false, "StableWrites=on" },
-        { POLICY_INTEGRITY, NEED_RECOMMENDED, SETTING_OFF, false, 0, 1, false, 0, SOURCE_CONFIG, false, false, "StableWrites=off" },
+        { POLICY_LATENCY, NEED_NONE, SETTING_ON, false, 0, 0, false, 1, SOURCE_CONFIG, false, false,
+          "StableWrites=on" },
+        { POLICY_INTEGRITY, NEED_RECOMMENDED, SETTING_OFF, false, 0, 1, false, 0, SOURCE_CONFIG, false,
+          false, "StableWrites=off" },
         /* the interlock: off on required/unknown without force is refused, flag stays on */
         { POLICY_BALANCED, NEED_REQUIRED, SETTING_OFF, false, 0, 1, false, 1, SOURCE_CONFIG, true, false,
           "refusing to turn off stable writes on dev0: need is required (the reason); set Force=yes" },
-        { POLICY_LATENCY, NEED_UNKNOWN, SETTING_OFF, false, 0, 1, false, 1, SOURCE_CONFIG, true, false, "need is unknown" },
-        { POLICY_LATENCY, NEED_REQUIRED, SETTING_OFF, true, 0, 1, false, 0, SOURCE_CONFIG, false, true, "with force" },
+        { POLICY_LATENCY, NEED_UNKNOWN, SETTING_OFF, false, 0, 1, false, 1, SOURCE_CONFIG, true, false,
+          "need is unknown" },
+        { POLICY_LATENCY, NEED_REQUIRED, SETTING_OFF, true, 0, 1, false, 0, SOURCE_CONFIG, false, true,
+          "with force" },
         /* 6.11+ integrity profile: off cannot be had */
-        { POLICY_LATENCY, NEED_RECOMMENDED, SETTING_AUTO, false, 0, 0, true, 1, SOURCE_POLICY, false, false, "integrity profile" },
-        { POLICY_LATENCY, NEED_REQUIRED, SETTING_OFF, true, 0, 0, true, 1, SOURCE_CONFIG, true, false, "integrity profile" },
+        { POLICY_LATENCY, NEED_RECOMMENDED, SETTING_AUTO, false, 0, 0, true, 1, SOURCE_POLICY, false, false,
+          "integrity profile" },
+        { POLICY_LATENCY, NEED_REQUIRED, SETTING_OFF, true, 0, 0, true, 1, SOURCE_CONFIG, true, false,
+          "integrity profile" },
 };
 
 /* The adaptive step of Policy=balanced: one window of measured stalls at a time. */
@@ -66,45 +86,49 @@ typedef struct AdaptRow {
 
 #define S USEC_PER_SEC
 static const AdaptRow adapt_rows[] = {
-        { "over the budget: off, quoting the figures", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true,
-          40, 128, 5000, LEARNED_OFF, true, true,
-          "p99 wait 128.0 ms over the last 30 s (40 waits, max 130.0 ms) exceeds StallBudgetMSec=10.0 ms: stable "
+        { "over the budget: off, quoting the figures", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0,
+          true, 40, 128, 5000, LEARNED_OFF, true, true,
+          "p99 wait 128.0 ms over the last 30 s (40 waits, max 130.0 ms) exceeds StallBudgetMSec=10.0 ms: "
+          "stable "
           "writes off" },
-        { "too few waits to judge: nothing learned", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true,
-          9, 128, 5000, LEARNED_NONE, false, false,
+        { "too few waits to judge: nothing learned", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0,
+          true, 9, 128, 5000, LEARNED_NONE, false, false,
           "(9 waits, max 130.0 ms): too few waits to judge (StallMinWaits=10)" },
-        { "at the budget is within it", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 10, 5000,
-          LEARNED_NONE, false, false, "is within StallBudgetMSec=10.0 ms" },
-        { "no waits", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 0, 0, 5000, LEARNED_NONE, false,
-          false, "no stable-pages waits in the last 30 s" },
-        { "not measured (tracefs): nothing changes", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, false,
-          40, 128, 5000, LEARNED_NONE, false, false, "not measured" },
-        { "not measured keeps a learned off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 1000, false, 0,
-          0, 9000, LEARNED_OFF, false, false, "keeping what was learned (off)" },
-        { "learned on again, over again within the calm: held", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_ON,
-          4500, 1000, true, 40, 128, 5000, LEARNED_ON, false, true, "the last change was only 500 s ago" },
-        { "learned on again, over after the calm: off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_ON, 1000, 900,
-          true, 40, 128, 5000, LEARNED_OFF, true, true, "stable writes off" },
-        { "off, still over: stays off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4990, true, 40, 128,
-          5000, LEARNED_OFF, false, true, "stays off until no window exceeds it for StallCalmSec=1800 s" },
-        { "off, calm but not for long enough", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4000, true, 0,
-          0, 5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
-        { "off, calm since the change only", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 4000, 0, true, 0, 0,
-          5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
-        { "off, calm for StallCalmSec: on again", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 3200, true,
-          3, 2, 5000, LEARNED_ON, true, false,
-          "no window over StallBudgetMSec=10.0 ms for 1800 s (StallCalmSec=1800 s): stable writes on again" },
-        { "required: never relaxed, cost and reason reported", POLICY_BALANCED, NEED_REQUIRED, LEARNED_NONE, 0, 0,
-          true, 40, 128, 5000, LEARNED_NONE, false, true,
+        { "at the budget is within it", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 10,
+          5000, LEARNED_NONE, false, false, "is within StallBudgetMSec=10.0 ms" },
+        { "no waits", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 0, 0, 5000, LEARNED_NONE,
+          false, false, "no stable-pages waits in the last 30 s" },
+        { "not measured (tracefs): nothing changes", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_NONE, 0, 0,
+          false, 40, 128, 5000, LEARNED_NONE, false, false, "not measured" },
+        { "not measured keeps a learned off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 1000,
+          false, 0, 0, 9000, LEARNED_OFF, false, false, "keeping what was learned (off)" },
+        { "learned on again, over again within the calm: held", POLICY_BALANCED, NEED_RECOMMENDED,
+          LEARNED_ON, 4500, 1000, true, 40, 128, 5000, LEARNED_ON, false, true,
+          "the last change was only 500 s ago" },
+        { "learned on again, over after the calm: off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_ON, 1000,
+          900, true, 40, 128, 5000, LEARNED_OFF, true, true, "stable writes off" },
+        { "off, still over: stays off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4990, true, 40,
+          128, 5000, LEARNED_OFF, false, true,
+          "stays off until no window exceeds it for StallCalmSec=1800 s" },
+        { "off, calm but not for long enough", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 4000,
+          true, 0, 0, 5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
+        { "off, calm since the change only", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 4000, 0, true,
+          0, 0, 5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
+        { "off, calm for StallCalmSec: on again", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 3200,
+          true, 3, 2, 5000, LEARNED_ON, true, false,
+          "no window over StallBudgetMSec=10.0 ms for 1800 s (StallCalmSec=1800 s): stable writes on "
+          "again" },
+        { "required: never relaxed, cost and reason reported", POLICY_BALANCED, NEED_REQUIRED, LEARNED_NONE,
+          0, 0, true, 40, 128, 5000, LEARNED_NONE, false, true,
           "need is required (the reason), so stable writes stay on whatever they cost: p99 wait 128.0 ms" },
         { "unknown: never relaxed", POLICY_BALANCED, NEED_UNKNOWN, LEARNED_NONE, 0, 0, true, 40, 128, 5000,
           LEARNED_NONE, false, true, "need is unknown (the reason), so stable writes stay on" },
         { "need none: nothing to adapt", POLICY_BALANCED, NEED_NONE, LEARNED_NONE, 0, 0, true, 40, 128, 5000,
           LEARNED_NONE, false, true, "nothing to adapt (Policy=balanced, need none)" },
-        { "Policy=integrity does not adapt", POLICY_INTEGRITY, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 128,
-          5000, LEARNED_NONE, false, true, "nothing to adapt (Policy=integrity" },
-        { "Policy=latency does not adapt", POLICY_LATENCY, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40, 128,
-          5000, LEARNED_NONE, false, true, "nothing to adapt (Policy=latency" },
+        { "Policy=integrity does not adapt", POLICY_INTEGRITY, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true,
+          40, 128, 5000, LEARNED_NONE, false, true, "nothing to adapt (Policy=integrity" },
+        { "Policy=latency does not adapt", POLICY_LATENCY, NEED_RECOMMENDED, LEARNED_NONE, 0, 0, true, 40,
+          128, 5000, LEARNED_NONE, false, true, "nothing to adapt (Policy=latency" },
 };
 
 /* Runs policy_adapt() over a load whose window is over the budget every period; checks that
@@ -116,12 +140,21 @@ static unsigned simulate_flapping(uint64_t period) {
 
         for (uint64_t now = 10 * S; now <= 14400 * S; now += 10 * S) {
                 bool over = now % period == 10 * S;
-                AdaptInput in = { .name = "dev0", .mode = POLICY_BALANCED, .need = NEED_RECOMMENDED,
-                                  .learned = learned, .last_change_usec = last_change,
-                                  .last_over_usec = last_over, .measured = true, .count = 10,
+                AdaptInput in = { .name = "dev0",
+                                  .mode = POLICY_BALANCED,
+                                  .need = NEED_RECOMMENDED,
+                                  .learned = learned,
+                                  .last_change_usec = last_change,
+                                  .last_over_usec = last_over,
+                                  .measured = true,
+                                  .count = 10,
                                   .p99_usec = over ? 50 * USEC_PER_MSEC : USEC_PER_MSEC,
-                                  .max_usec = 60 * USEC_PER_MSEC, .window_usec = 10 * S,
-                                  .budget_usec = 10 * USEC_PER_MSEC, .calm_usec = 1800 * S, .min_waits = 10, .now_usec = now };
+                                  .max_usec = 60 * USEC_PER_MSEC,
+                                  .window_usec = 10 * S,
+                                  .budget_usec = 10 * USEC_PER_MSEC,
+                                  .calm_usec = 1800 * S,
+                                  .min_waits = 10,
+                                  .now_usec = now };
                 AdaptDecision d = {};
                 CHECK_INT(policy_adapt(&in, &d), 0);
                 if (d.over)
@@ -214,7 +247,10 @@ int main(void) {
         }
 
         /* Devices= not matching: observed only, whatever the override says. */
-        PolicyInput in = { .name = "sdz", .mode = POLICY_LATENCY, .need = NEED_NONE, .managed = false,
+        PolicyInput in = { .name = "sdz",
+                           .mode = POLICY_LATENCY,
+                           .need = NEED_NONE,
+                           .managed = false,
                            .setting = SETTING_OFF };
         PolicyDecision d = {};
         CHECK_INT(policy_decide(&in, &d), 0);

@@ -113,7 +113,9 @@ static void test_comms(void) {
 }
 
 static void test_merge_subtract(void) {
-        StallStats before = { .devnum = makedev(7, 0), .bdi = "7:0", .has_durations = true, .classified = true };
+        StallStats before = {
+                .devnum = makedev(7, 0), .bdi = "7:0", .has_durations = true, .classified = true
+        };
         StallStats now, d, other;
 
         stall_stats_add_sample(&before, 100, "w");
@@ -195,20 +197,23 @@ static void test_trace_lines(void) {
 
         CHECK_INT(stall_parse_trace_line("    stall-writer-1708    [001] .....  2078.022716: "
                                          "folio_wait_writeback: bdi 7:0: ino=12 index=0",
-                                         comm, bdi, &lost, &sym), 1);
+                                         comm, bdi, &lost, &sym),
+                  1);
         CHECK_STR(comm, "stall-writer");
         CHECK_STR(bdi, "7:0");
 
         /* record-tgid format, a comm with spaces and dashes, a bdi that is not MAJ:MIN */
         CHECK_INT(stall_parse_trace_line("  my cool-app-12 (   10) [000] d..1. 1.000000: "
                                          "folio_wait_writeback: bdi btrfs-1: ino=257 index=3",
-                                         comm, bdi, &lost, &sym), 1);
+                                         comm, bdi, &lost, &sym),
+                  1);
         CHECK_STR(comm, "my cool-app");
         CHECK_STR(bdi, "btrfs-1");
 
         CHECK_INT(stall_parse_trace_line("  <...>-99 [003] ..... 5.5: wait_on_page_writeback: "
                                          "bdi 8:16: ino=1 index=2",
-                                         comm, bdi, &lost, &sym), 1);
+                                         comm, bdi, &lost, &sym),
+                  1);
         CHECK_STR(comm, "<...>");
         CHECK_STR(bdi, "8:16");
 
@@ -219,12 +224,15 @@ static void test_trace_lines(void) {
         CHECK_STR(sym, "__filemap_fdatawait_range");
 
         CHECK_INT(stall_parse_trace_line("    stall-writer-1708    [001] .....  2078.022728: <stack trace>",
-                                         comm, bdi, &lost, &sym), 0);
+                                         comm, bdi, &lost, &sym),
+                  0);
         CHECK_INT(stall_parse_trace_line("  x-1 [000] ..... 1.0: writeback_dirty_folio: bdi 7:0: ino=1",
-                                         comm, bdi, &lost, &sym), 0);
+                                         comm, bdi, &lost, &sym),
+                  0);
         CHECK_INT(stall_parse_trace_line("", comm, bdi, &lost, &sym), 0);
-        CHECK_INT(stall_parse_trace_line("garbage: folio_wait_writeback: bdi 7:0: ino=1 index=0",
-                                         comm, bdi, &lost, &sym), 0);
+        CHECK_INT(stall_parse_trace_line("garbage: folio_wait_writeback: bdi 7:0: ino=1 index=0", comm, bdi,
+                                         &lost, &sym),
+                  0);
 }
 
 static void test_classify(void) {
@@ -290,7 +298,8 @@ static void test_kallsyms(void) {
         unlink(p);
         free(p);
 
-        p = write_temp("0000000000000000 T folio_wait_writeback\n0000000000000000 T __filemap_fdatawait_range\n");
+        p = write_temp(
+                "0000000000000000 T folio_wait_writeback\n0000000000000000 T __filemap_fdatawait_range\n");
         CHECK_INT(stall_kallsyms_ranges(p, r, ELEMENTSOF(r), &n), -EPERM);
         unlink(p);
         free(p);

@@ -165,7 +165,8 @@ static void test_stale_temp_files(void) {
         tree_put(dir, "stale/overrides", "loop3 o");
         tree_put(dir, "stale/x.tmp.12ab", "");
         CHECK_INT(unlink_stale_temp_files(sub), 1);
-        CHECK(tree_exists(dir, live) && tree_exists(dir, "stale/overrides") && tree_exists(dir, "stale/x.tmp.12ab"));
+        CHECK(tree_exists(dir, live) && tree_exists(dir, "stale/overrides") &&
+              tree_exists(dir, "stale/x.tmp.12ab"));
         CHECK(!tree_exists(dir, dead));
         CHECK_INT(unlink_stale_temp_files(sub), 0);
         CHECK_INT(unlink_stale_temp_files("/nonexistent/stablepages"), 0);

@@ -185,7 +185,8 @@ int main(int argc, char *argv[]) {
                                     SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
                                             SYNC_FILE_RANGE_WAIT_AFTER) < 0) {
                         if (errors++ == 0)
-                                snprintf(first_error, sizeof(first_error), "%s", strerrorname_np(errno) ?: "?");
+                                snprintf(first_error, sizeof(first_error), "%s",
+                                         strerrorname_np(errno) ?: "?");
                 }
         atomic_store(&stop, true);
         pthread_join(t, NULL);
@@ -196,7 +197,8 @@ int main(int argc, char *argv[]) {
         printf("syncs=%lu errors=%lu first_error=%s stores=%lu", syncs, errors, first_error,
                atomic_load(&stores));
         if (device)
-                printf(" reads=%lu read_errors=%lu first_read_error=%s", rd.reads, rd.errors, rd.first_error);
+                printf(" reads=%lu read_errors=%lu first_read_error=%s", rd.reads, rd.errors,
+                       rd.first_error);
         printf("\n");
         return 0;
 }
