@@ -1,38 +1,43 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # shellcheck shell=bash
-# Shared by the adaptive-policy tests: a blkio v1 cgroup that throttles writes, the throttled
-# writer, and stablepagesd on a private system bus. Source after lib.sh's sp_setup (uses
+# Shared by the adaptive-policy tests: the throttled writer, a filesystem mounted with stable
+# writes, and stablepagesd on a private system bus. Source after lib.sh's sp_setup (uses
 # $SP_TMP, sp_defer, sp_fail, sp_skip) and with $SRC set.
 
-# stalls_cgroup: creates a blkio cgroup (mounting the v1 controller when needed) in $STALLS_CG.
-stalls_cgroup() {
-        local root
-        if [ -e /sys/fs/cgroup/blkio/blkio.throttle.write_iops_device ]; then
-                root=/sys/fs/cgroup/blkio
-        elif grep -qw blkio /proc/cgroups; then
-                root=$SP_TMP/blkio
-                mkdir "$root"
-                mount -t cgroup -o blkio none "$root" 2>/dev/null ||
-                        sp_skip "cgroup v1 blkio controller cannot be mounted (bound to cgroup v2?)"
-                sp_defer "umount '$root'; rmdir '$root'"
-                [ -e "$root/blkio.throttle.write_iops_device" ] || sp_skip "no blk-throttle"
-        else
-                sp_skip "no blkio cgroup controller"
-        fi
-        STALLS_CG=$root/stablepages-adaptive-$$
-        mkdir "$STALLS_CG" || sp_skip "cannot create a blkio cgroup"
-        sp_defer "rmdir '$STALLS_CG'"
+# stalls_setup: a private system bus (bus-lib.sh, no polkitd) and the throttling cgroup of
+# lib.sh's sp_cg_setup.
+stalls_setup() {
+        tmp=$SP_TMP
+        . "$SRC/tests/integration/bus-lib.sh"
+        bus_start --no-polkit || sp_fail "cannot start a private system bus"
+        sp_defer bus_stop
+        sp_cg_setup
 }
 
 # stalls_throttle DISK IOPS: limits the writes of the cgroup to DISK.
-stalls_throttle() {
-        echo "$(cat "/sys/block/$1/dev") $2" >"$STALLS_CG/blkio.throttle.write_iops_device" ||
-                sp_fail "cannot throttle $1"
+stalls_throttle() { sp_cg_throttle "$(cat "/sys/block/$1/dev")" "$2" || sp_fail "cannot throttle $1"; }
+
+# stalls_mount_flag1 DISK DIR: mkfs.ext4 on DISK and mounts it on DIR (unmounted at exit) with
+# stable_writes=1 captured at mount. Another test's daemon that manages every disk could
+# write the flag between the write and the mount: then it mounts again.
+stalls_mount_flag1() {
+        local try
+        mkfs.ext4 -q -F "/dev/$1" || sp_fail "mkfs.ext4 on $1"
+        mkdir -p "$2"
+        sp_defer "umount '$2'"
+        for try in 1 2 3; do
+                echo 1 >"/sys/block/$1/queue/stable_writes"
+                mount "/dev/$1" "$2" || sp_fail "cannot mount /dev/$1"
+                sp_flag_is "$1" 1 && return 0
+                sp_log "the flag of $1 moved during the mount (another daemon?), mounting again"
+                umount "$2"
+        done
+        sp_fail "cannot mount $1 with stable_writes=1: something else writes its flag"
 }
 
 # stalls_write FILE ITERATIONS: runs stall-writer in the throttled cgroup; prints its line.
 stalls_write() {
-        sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$STALLS_CG" \
+        sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$SP_CG" \
                 "$STALL_WRITER" --iterations "$2" --slow-usec 1000 "$1" || sp_fail "stall-writer failed"
 }
 

@@ -40,30 +40,14 @@ for p in python3 /usr/bin/python3; do
 done
 [ -n "$PY" ] || sp_skip "python3-prometheus-client is missing"
 
-tmp=$SP_TMP
-. "$SRC/tests/integration/bus-lib.sh"
 . "$SRC/tests/integration/stalls-lib.sh"
-bus_start --no-polkit || sp_fail "cannot start a private system bus"
-sp_defer bus_stop
-stalls_cgroup
+stalls_setup
 
 n=$(sp_free_loop_number)
 loop=loop$n
 sp_loop_attach "$n" 256M
-mkfs.ext4 -q -F "/dev/$loop" || sp_fail "mkfs.ext4"
 mnt=$SP_TMP/mnt
-mkdir -p "$mnt"
-sp_defer "umount '$mnt'"
-# The filesystem captures the flag at mount: 1 before and still 1 after the mount (another
-# test's daemon that manages every disk could write it in between; then try again).
-for try in 1 2 3; do
-        echo 1 >"/sys/block/$loop/queue/stable_writes"
-        mount "/dev/$loop" "$mnt" || sp_fail "cannot mount /dev/$loop"
-        sp_flag_is "$loop" 1 && break
-        sp_log "the flag of $loop moved during the mount (another daemon?), mounting again"
-        umount "$mnt"
-        [ "$try" = 3 ] && sp_fail "cannot mount $loop with stable_writes=1: something else writes its flag"
-done
+stalls_mount_flag1 "$loop" "$mnt"
 stalls_throttle "$loop" 10
 
 sp_config "[Manager]

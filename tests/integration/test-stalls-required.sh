@@ -19,12 +19,8 @@ for t in mkfs.ext4 dbus-daemon busctl; do
         command -v $t >/dev/null || sp_skip "$t is missing"
 done
 
-tmp=$SP_TMP
-. "$SRC/tests/integration/bus-lib.sh"
 . "$SRC/tests/integration/stalls-lib.sh"
-bus_start --no-polkit || sp_fail "cannot start a private system bus"
-sp_defer bus_stop
-stalls_cgroup
+stalls_setup
 
 zram=zram$(cat /sys/class/zram-control/hot_add) || sp_fail "zram hot_add failed"
 sp_defer "echo ${zram#zram} > /sys/class/zram-control/hot_remove"

@@ -23,27 +23,14 @@ for t in mkfs.ext4 dbus-daemon busctl; do
         command -v $t >/dev/null || sp_skip "$t is missing"
 done
 
-tmp=$SP_TMP
-. "$SRC/tests/integration/bus-lib.sh"
 . "$SRC/tests/integration/stalls-lib.sh"
-bus_start --no-polkit || sp_fail "cannot start a private system bus"
-sp_defer bus_stop
-stalls_cgroup
+stalls_setup
 
 n=$(sp_free_loop_number)
 loop=loop$n
 sp_loop_attach "$n" 256M
-mkfs.ext4 -q -F "/dev/$loop" || sp_fail "mkfs.ext4"
 mnt=$SP_TMP/mnt
-mkdir -p "$mnt"
-sp_defer "umount '$mnt'"
-for try in 1 2 3; do
-        echo 1 >"/sys/block/$loop/queue/stable_writes"
-        mount "/dev/$loop" "$mnt" || sp_fail "cannot mount /dev/$loop"
-        sp_flag_is "$loop" 1 && break
-        umount "$mnt"
-        [ "$try" = 3 ] && sp_fail "cannot mount $loop with stable_writes=1: something else writes its flag"
-done
+stalls_mount_flag1 "$loop" "$mnt"
 stalls_throttle "$loop" 10
 metrics=$SP_TMP/stablepages.prom
 sp_config "[Manager]
