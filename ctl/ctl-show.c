@@ -184,7 +184,9 @@ int verb_status(int argc, char **argv) {
                         break;
                 if (strv_length(disks) > 0 && !strv_contains(disks, name))
                         continue;
-                if (p99 != STALL_UNMEASURED_USEC) {
+                if (p99 == 0)
+                        snprintf(p99s, sizeof p99s, "none"); /* no waits: there is no p99 */
+                else if (p99 != STALL_UNMEASURED_USEC) {
                         if (p99 >= 10000)
                                 snprintf(p99s, sizeof p99s, "%" PRIu64 "ms", p99 / 1000);
                         else
