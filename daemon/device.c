@@ -163,38 +163,48 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const char *di
         return 0;
 }
 
-static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f) {
+/* Appends the partitions of disk (entries of block/DISK with a "partition" file and a
+ * readable "dev") to *partitions. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
+ * listed. */
+static int list_partitions(const char *sysfs_root, const char *disk, Partition **partitions, size_t *n) {
         _cleanup_strv_free_ char **entries = NULL;
-        _cleanup_free_ char *p = strdup_printf("block/%s", f->name);
+        _cleanup_free_ char *p = strdup_printf("block/%s", disk);
         int r;
 
         if (!p)
                 return -ENOMEM;
-        r = sysfs_list_dir(o->sysfs_root, p, &entries);
+        r = sysfs_list_dir(sysfs_root, p, &entries);
         if (r < 0)
-                return r == -ENOMEM ? r : add_error(f, "partitions", r);
+                return r;
         STRV_FOREACH (e, entries) {
-                _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", f->name, *e);
-                _cleanup_free_ char *dp = strdup_printf("block/%s/%s/dev", f->name, *e);
+                _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", disk, *e);
+                _cleanup_free_ char *dp = strdup_printf("block/%s/%s/dev", disk, *e);
                 _cleanup_free_ char *dev = NULL, *full = NULL;
                 dev_t devnum;
 
-                if (!pp || !dp || !(full = path_join(o->sysfs_root, pp)))
+                if (!pp || !dp || !(full = path_join(sysfs_root, pp)))
                         return -ENOMEM;
                 if (access(full, F_OK) < 0)
                         continue;
-                if (sysfs_read_string(o->sysfs_root, dp, &dev) < 0 || parse_devnum(dev, &devnum) < 0)
+                if (sysfs_read_string(sysfs_root, dp, &dev) < 0 || parse_devnum(dev, &devnum) < 0)
                         continue;
-                Partition *m = realloc(f->partitions, sizeof(Partition) * (f->n_partitions + 1));
+                Partition *m = realloc(*partitions, sizeof(Partition) * (*n + 1));
                 if (!m)
                         return -ENOMEM;
-                f->partitions = m;
-                m[f->n_partitions].name = strdup(*e);
-                if (!m[f->n_partitions].name)
+                *partitions = m;
+                m[*n].name = strdup(*e);
+                if (!m[*n].name)
                         return -ENOMEM;
-                m[f->n_partitions++].devnum = devnum;
+                m[(*n)++].devnum = devnum;
         }
         return 0;
+}
+
+static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f) {
+        int r = list_partitions(o->sysfs_root, f->name, &f->partitions, &f->n_partitions);
+        if (r < 0 && r != -ENOMEM)
+                return add_error(f, "partitions", r);
+        return r;
 }
 
 /* Reads "E:KEY=value" lines of the udev database entry of devnum into *l. */
@@ -429,37 +439,28 @@ int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret) {
 
 /* Whether disk name, or one of its partitions, has device number devnum. */
 static int disk_has_devnum(const char *sysfs_root, const char *name, dev_t devnum) {
-        _cleanup_strv_free_ char **entries = NULL;
-        _cleanup_free_ char *dp = strdup_printf("block/%s/dev", name),
-                            *dir = strdup_printf("block/%s", name);
-        _cleanup_free_ char *dev = NULL;
+        _cleanup_free_ char *dp = strdup_printf("block/%s/dev", name), *dev = NULL;
+        Partition *partitions = NULL;
+        size_t n = 0;
+        bool found = false;
         dev_t d;
         int r;
 
-        if (!dp || !dir)
+        if (!dp)
                 return -ENOMEM;
         if (sysfs_read_string(sysfs_root, dp, &dev) < 0 || parse_devnum(dev, &d) < 0)
                 return 0;
         if (d == devnum)
                 return 1;
-        r = sysfs_list_dir(sysfs_root, dir, &entries);
-        if (r < 0)
-                return r == -ENOMEM ? r : 0;
-        STRV_FOREACH (e, entries) {
-                _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", name, *e);
-                _cleanup_free_ char *pd = strdup_printf("block/%s/%s/dev", name, *e);
-                _cleanup_free_ char *pdev = NULL;
-                long long partno;
-
-                if (!pp || !pd)
-                        return -ENOMEM;
-                if (sysfs_read_int(sysfs_root, pp, &partno) < 0)
-                        continue;
-                if (sysfs_read_string(sysfs_root, pd, &pdev) >= 0 && parse_devnum(pdev, &d) >= 0 &&
-                    d == devnum)
-                        return 1;
+        r = list_partitions(sysfs_root, name, &partitions, &n);
+        for (size_t i = 0; i < n; i++) {
+                found = found || partitions[i].devnum == devnum;
+                free(partitions[i].name);
         }
-        return 0;
+        free(partitions);
+        if (r == -ENOMEM)
+                return r;
+        return found;
 }
 
 int device_disk_of_devnum(const char *sysfs_root, dev_t devnum, char **ret) {

@@ -171,6 +171,23 @@ sp_measure() {
 # sp_field NAME LINE: the number after NAME= in LINE.
 sp_field() { sed -n "s/.*\\b$1=\\([0-9]*\\).*/\\1/p" <<<"$2"; }
 
+# sp_fs_usable FS: true when mkfs.FS exists and the kernel has FS.
+sp_fs_usable() {
+        command -v "mkfs.$1" >/dev/null || return 1
+        grep -qw "$1" /proc/filesystems || modprobe "$1" 2>/dev/null || true
+        grep -qw "$1" /proc/filesystems
+}
+
+# sp_mkfs FS DEV: makes a filesystem, quietly.
+sp_mkfs() {
+        case $1 in
+        ext4) mkfs.ext4 -q -F "$2" ;;
+        xfs) mkfs.xfs -q -f "$2" ;;
+        btrfs) mkfs.btrfs -q -f "$2" ;;
+        *) "mkfs.$1" "$2" ;;
+        esac >/dev/null 2>&1 || sp_fail "mkfs.$1 $2 failed"
+}
+
 sp_flag() { cat "/sys/block/$1/queue/stable_writes"; }
 # sp_flag_is DISK VALUE: true when queue/stable_writes of DISK reads VALUE.
 sp_flag_is() { [ "$(cat "/sys/block/$1/queue/stable_writes" 2>/dev/null)" = "$2" ]; }
@@ -184,6 +201,16 @@ sp_mount() {
 
 # sp_config TEXT: writes the main configuration file.
 sp_config() { printf '%s\n' "$1" >"$SP_ETC/stablepages.conf"; }
+# sp_config_device DISK SETTING: a main configuration that manages only DISK, without periodic
+# rescans, and wants StableWrites=SETTING for it.
+sp_config_device() {
+        sp_config "[Manager]
+Devices=$1
+RescanSec=0
+
+[Device $1]
+StableWrites=$2"
+}
 # sp_dropin NAME TEXT: writes a drop-in.
 sp_dropin() { printf '%s\n' "$2" >"$SP_ETC/stablepages.conf.d/$1"; }
 

@@ -15,23 +15,6 @@ rm_require() {
         done
 }
 
-# rm_fs_usable FS: true when mkfs.FS exists and the kernel has FS.
-rm_fs_usable() {
-        command -v "mkfs.$1" >/dev/null || return 1
-        grep -qw "$1" /proc/filesystems || modprobe "$1" 2>/dev/null || true
-        grep -qw "$1" /proc/filesystems
-}
-
-# rm_mkfs FS DEV: makes a filesystem, quietly.
-rm_mkfs() {
-        case $1 in
-        ext4) mkfs.ext4 -q -F "$2" ;;
-        xfs) mkfs.xfs -q -f "$2" ;;
-        btrfs) mkfs.btrfs -q -f "$2" ;;
-        *) "mkfs.$1" "$2" ;;
-        esac >/dev/null 2>&1 || sp_fail "mkfs.$1 $2 failed"
-}
-
 # A private system bus (bus-lib.sh, without polkit: root is allowed without it) that the
 # daemon started next uses; stopped at exit.
 rm_bus_start() {

@@ -20,10 +20,7 @@ sp_cg_setup
 declare -A LOOP BEFORE PENDING AFTER
 fss=()
 for fs in ext4 xfs; do
-        command -v "mkfs.$fs" >/dev/null || { sp_log "mkfs.$fs missing, $fs skipped"; continue; }
-        grep -qw "$fs" /proc/filesystems || modprobe "$fs" 2>/dev/null || true
-        grep -qw "$fs" /proc/filesystems || { sp_log "no $fs in this kernel, $fs skipped"; continue; }
-        fss+=("$fs")
+        if sp_fs_usable "$fs"; then fss+=("$fs"); else sp_log "$fs cannot be made here, skipped"; fi
 done
 [ ${#fss[@]} -gt 0 ] || sp_skip "neither ext4 nor xfs can be made here"
 
@@ -50,7 +47,7 @@ sp_daemon_start
 for fs in "${fss[@]}"; do
         l=${LOOP[$fs]}
         sp_wait_for 1000 "$l stable_writes=1" sp_flag_is "$l" 1 >/dev/null
-        "mkfs.$fs" -q "/dev/$l" >/dev/null 2>&1 || mkfs."$fs" -q -f "/dev/$l" >/dev/null || sp_fail "mkfs.$fs failed"
+        sp_mkfs "$fs" "/dev/$l"
         sp_mount "/dev/$l" "$SP_TMP/mnt-$fs"
         sp_cg_throttle "$(cat "/sys/block/$l/dev")" "$IOPS"
 done

@@ -11,12 +11,7 @@ sp_setup "$@"
 n=$(sp_free_loop_number)
 loop=loop$n
 sp_loop_attach "$n" 64M
-sp_config "[Manager]
-Devices=$loop
-RescanSec=0
-
-[Device $loop]
-StableWrites=on"
+sp_config_device "$loop" on
 sp_daemon_start
 sp_wait_for 1000 "$loop stable_writes=1" sp_flag_is "$loop" 1 >/dev/null
 

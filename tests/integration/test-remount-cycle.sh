@@ -26,7 +26,7 @@ sp_cg_setup
 declare -A LOOP WANT BEFORE AFTER UID0 UID1 OPTS
 fss=()
 for fs in ext4 xfs btrfs; do
-        if rm_fs_usable "$fs"; then fss+=("$fs"); else sp_log "$fs cannot be made here, skipped"; fi
+        if sp_fs_usable "$fs"; then fss+=("$fs"); else sp_log "$fs cannot be made here, skipped"; fi
 done
 [ ${#fss[@]} -gt 0 ] || sp_skip "none of ext4, xfs, btrfs can be made here"
 
@@ -57,7 +57,7 @@ rm_wait_bus
 for fs in "${fss[@]}"; do
         l=${LOOP[$fs]} dir=$SP_TMP/mnt-$fs
         sp_wait_for 2000 "$l flag set" sp_flag_is "$l" "$([ "${WANT[$fs]}" = on ] && echo 0 || echo 1)" >/dev/null
-        rm_mkfs "$fs" "/dev/$l"
+        sp_mkfs "$fs" "/dev/$l"
         sp_mount "/dev/$l" "$dir"
         rm_fill "$dir"
         sp_cg_throttle "$(cat "/sys/block/$l/dev")" "$RM_IOPS"

@@ -20,25 +20,20 @@ sp_setup "$@"
 source "$SP_SRCDIR/remount-lib.sh"
 RM_CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 rm_require python3 mkfs.ext4
-rm_fs_usable ext4 || sp_skip "no ext4 here"
+sp_fs_usable ext4 || sp_skip "no ext4 here"
 sp_cg_setup
 
 n=$(sp_free_loop_number)
 l=loop$n
 dir=$SP_TMP/mnt-fail
 sp_loop_attach "$n" 64M
-sp_config "[Manager]
-Devices=$l
-RescanSec=0
-
-[Device $l]
-StableWrites=on"
+sp_config_device "$l" on
 rm_bus_start
 SP_DAEMON_ENV="$SP_DAEMON_ENV STABLEPAGES_TEST_REMOUNT_FAIL=mount:1" sp_daemon_start
 rm_wait_bus
 rm_monitor_start
 sp_wait_for 2000 "$l stable_writes=1" sp_flag_is "$l" 1 >/dev/null
-rm_mkfs ext4 "/dev/$l"
+sp_mkfs ext4 "/dev/$l"
 sp_mount "/dev/$l" "$dir"
 rm_fill "$dir"
 sp_cg_throttle "$(cat "/sys/block/$l/dev")" "$RM_IOPS"

@@ -19,7 +19,7 @@ sp_setup "$@"
 source "$SP_SRCDIR/remount-lib.sh"
 RM_CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 rm_require python3 unshare nsenter mkfs.ext4
-rm_fs_usable ext4 || sp_skip "no ext4 here"
+sp_fs_usable ext4 || sp_skip "no ext4 here"
 unshare -m --propagation slave true 2>/dev/null || sp_skip "unshare -m does not work here"
 
 # The daemon, in a mount namespace of its own.
@@ -44,7 +44,7 @@ for k in a b; do
         sp_loop_attach "$n" 64M
         devices="$devices loop$n"
         echo 1 >"/sys/block/loop$n/queue/stable_writes"
-        rm_mkfs ext4 "/dev/loop$n"
+        sp_mkfs ext4 "/dev/loop$n"
         sp_mount "/dev/loop$n" "${DIR[$k]}"
         rm_fill "${DIR[$k]}"
 done

@@ -20,7 +20,7 @@ sp_setup "$@"
 source "$SP_SRCDIR/remount-lib.sh"
 RM_CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 rm_require python3 mkfs.ext4
-rm_fs_usable ext4 || sp_skip "no ext4 here"
+sp_fs_usable ext4 || sp_skip "no ext4 here"
 
 declare -A LOOP UID0
 kinds=(open bind sub never)
@@ -61,7 +61,7 @@ stop_user() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null || true; }
 for k in "${kinds[@]}"; do
         l=${LOOP[$k]} dir=$SP_TMP/mnt-$k
         sp_wait_for 2000 "$l stable_writes=1" sp_flag_is "$l" 1 >/dev/null
-        rm_mkfs ext4 "/dev/$l"
+        sp_mkfs ext4 "/dev/$l"
         sp_mount "/dev/$l" "$dir"
         rm_fill "$dir"
 done

@@ -28,7 +28,7 @@ sp_setup "$@"
 source "$SP_SRCDIR/remount-lib.sh"
 RM_CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 rm_require python3 systemd-escape mkfs.ext4 unshare setpriv
-rm_fs_usable ext4 || sp_skip "no ext4 here"
+sp_fs_usable ext4 || sp_skip "no ext4 here"
 FAKE=${FAKE_SYSTEMD:-}
 if [ -z "$FAKE" ]; then
         FAKE=$SP_TMP/fake-systemd
@@ -49,18 +49,13 @@ l=loop$n
 dir=$SP_TMP/shared/mnt-sd
 unit=$(systemd-escape --path --suffix=mount "$dir")
 sp_loop_attach "$n" 64M
-sp_config "[Manager]
-Devices=$l
-RescanSec=0
-
-[Device $l]
-StableWrites=on"
+sp_config_device "$l" on
 rm_bus_start
 sp_daemon_start
 rm_wait_bus
 rm_monitor_start
 sp_wait_for 2000 "$l stable_writes=1" sp_flag_is "$l" 1 >/dev/null
-rm_mkfs ext4 "/dev/$l"
+sp_mkfs ext4 "/dev/$l"
 sp_mount "/dev/$l" "$dir"
 rm_fill "$dir"
 opts=$(rm_options "$dir")

@@ -17,12 +17,7 @@ robust_setup --bus "$@"
 n=$(sp_free_loop_number)
 loop=loop$n
 sp_loop_attach "$n" 64M
-sp_config "[Manager]
-Devices=$loop
-RescanSec=0
-
-[Device $loop]
-StableWrites=on"
+sp_config_device "$loop" on
 robust_daemon_start
 sp_wait_for 2000 "$loop stable_writes=1" sp_flag_is "$loop" 1 >/dev/null
 d=$SP_ETC/stablepages.conf.d
