@@ -159,8 +159,13 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
                 log_error("%s: stablepagesd is not running (%s is not on the system bus).", what, BUS_NAME);
                 return EXIT_FAIL;
         }
-        if (sd_bus_error_is_set(error))
-                log_error("%s: %s", what, error->message ?: error->name);
+        const char *message = error->message ?: error->name;
+        size_t n = strlen(what);
+        /* The daemon's messages name the device already: no "sdb: sdb: ...". */
+        if (sd_bus_error_is_set(error) && strneq(message, what, n) && message[n] == ':')
+                log_error("%s", message);
+        else if (sd_bus_error_is_set(error))
+                log_error("%s: %s", what, message);
         else
                 log_error_errno(r, "%s: %m", what);
         if (sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_DEVICE))
@@ -228,6 +233,9 @@ int main(int argc, char *argv[]) {
                 }
                 r = v->dispatch(nargs, args);
                 pager_close();
+                /* Whatever printed "error:" failed, whatever the verb thought. */
+                if (r == EXIT_OK && log_get_n_errors() > 0)
+                        r = EXIT_FAIL;
                 return r;
         }
         log_error("Unknown command \"%s\"; see --help.", name);

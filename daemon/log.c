@@ -10,6 +10,7 @@
 static int max_level = LOG_INFO;
 static LogTarget target = LOG_TARGET_AUTO;
 static int resolved_target = -1;
+static unsigned n_errors = 0;
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -17,6 +18,10 @@ void log_set_max_level(int level) {
 
 int log_get_max_level(void) {
         return max_level;
+}
+
+unsigned log_get_n_errors(void) {
+        return n_errors;
 }
 
 void log_set_target(LogTarget t) {
@@ -74,6 +79,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 return -error;
         }
 
+        if (level <= LOG_ERR)
+                n_errors++;
         if (error)
                 errno = error; /* for %m */
         va_start(ap, format);

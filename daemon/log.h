@@ -9,6 +9,9 @@
 void log_set_max_level(int level);
 int log_get_max_level(void);
 
+/* How many lines were logged at error level (or worse) so far. */
+unsigned log_get_n_errors(void);
+
 /* Parses "err", "warning", "notice", "info", "debug" or a number. Returns level or -EINVAL. */
 int log_level_from_string(const char *s);
 
