@@ -316,6 +316,21 @@ char *device_match_to_string(const DeviceMatch *m) {
         }
 }
 
+char *device_match_describe(const DeviceMatch *m) {
+        char buf[32];
+
+        switch (m->kind) {
+        case MATCH_NAME_GLOB:
+                return strdup_printf("kernel name %s", m->pattern ?: "");
+        case MATCH_DEVNUM:
+                return strdup_printf("device number %s", format_devnum(m->devnum, buf));
+        case MATCH_PROPERTY:
+                return strdup_printf("%s=%s", m->key ?: "", m->pattern ?: "");
+        default:
+                return NULL;
+        }
+}
+
 bool device_match_test(const DeviceMatch *m, const DeviceIdentity *id) {
         if (!m || !id)
                 return false;
@@ -330,6 +345,8 @@ bool device_match_test(const DeviceMatch *m, const DeviceIdentity *id) {
 
                 if (!m->key || !m->pattern)
                         return false;
+                if (streq(m->key, MATCH_KEY_LOOP_BACKING_FILE))
+                        return id->loop_backing_file && fnmatch(m->pattern, id->loop_backing_file, 0) == 0;
                 kl = strlen(m->key);
                 STRV_FOREACH (p, id->properties)
                         if (strneq(*p, m->key, kl) && (*p)[kl] == '=' &&

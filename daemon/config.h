@@ -39,7 +39,9 @@ typedef enum MatchKind {
         MATCH_NAME_GLOB, /* [Device zram*]: fnmatch() on the disk's kernel name */
         MATCH_DEVNUM,    /* [Device 7:0] */
         MATCH_PROPERTY,  /* [Device ID_WWN=0x5000...]: udev property of the disk or of a
-                          * partition/filesystem on it; value may be a glob */
+                          * partition/filesystem on it; value may be a glob. The key
+                          * LOOP_BACKING_FILE matches the backing file of a loop device
+                          * (loop/backing_file in sysfs: udev has no property for it) */
         _MATCH_KIND_MAX,
 } MatchKind;
 
@@ -126,11 +128,19 @@ void device_match_done(DeviceMatch *m);
 /* Formats a match back to its config form ("zram*", "7:0", "ID_WWN=0x..."); new string. */
 char *device_match_to_string(const DeviceMatch *m);
 
+/* The key of a match on the backing file of a loop device. */
+#define MATCH_KEY_LOOP_BACKING_FILE "LOOP_BACKING_FILE"
+
+/* Says what a match binds to, for people: "kernel name zram*", "device number 7:0",
+ * "ID_SERIAL=abc"; new string. */
+char *device_match_describe(const DeviceMatch *m);
+
 /* The facts a match is tested against. */
 typedef struct DeviceIdentity {
-        const char *name;        /* kernel name of the disk */
-        dev_t devnum;            /* its MAJ:MIN */
-        char *const *properties; /* KEY=value of the disk and of its partitions */
+        const char *name;              /* kernel name of the disk */
+        dev_t devnum;                  /* its MAJ:MIN */
+        char *const *properties;       /* KEY=value of the disk and of its partitions */
+        const char *loop_backing_file; /* loop/backing_file of a loop device, else NULL */
 } DeviceIdentity;
 
 /* True when m matches the device. */
