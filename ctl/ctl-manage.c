@@ -37,6 +37,13 @@ int verb_set(int argc, char **argv) {
                 log_error("set %s: expected on, off or auto, not \"%s\".", argv[0], argv[1]);
                 return EXIT_USAGE;
         }
+        if (arg_bind_name && arg_runtime) {
+                log_error("set %s: --bind=name is for persistent overrides; a runtime override is bound to "
+                          "the disk itself (its diskseq), never to its name.",
+                          argv[0]);
+                return EXIT_USAGE;
+        }
+        flags |= arg_bind_name ? SET_FLAG_BIND_NAME : 0;
         int r = daemon_bus("set", &bus);
         if (r != EXIT_OK)
                 return r;
@@ -50,18 +57,63 @@ int verb_set(int argc, char **argv) {
         return EXIT_OK;
 }
 
+/* Says why reset found nothing to remove for the disk at path. */
+static void reset_nothing(sd_bus *bus, const char *disk, const char *path) {
+        _cleanup_free_ char *scope = NULL, *binding = NULL, *source = NULL;
+        uint64_t diskseq = 0;
+
+        (void) sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "DiskSeq", NULL, 't',
+                                           &diskseq);
+        if (sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "OverrideScope", NULL,
+                                       &scope) >= 0 &&
+            sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "OverrideBinding", NULL,
+                                       &binding) >= 0 &&
+            sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "OverrideSource", NULL,
+                                       &source) >= 0 &&
+            streq(scope, "config"))
+                log_error("%s: no %s to remove; its override is bound to %s in %s%s.", disk,
+                          arg_runtime ? "runtime override" : "override written by stablepagesctl", binding,
+                          source,
+                          arg_runtime ? ": reset without --runtime removes it if stablepagesctl wrote it"
+                                      : ", which stablepagesctl did not write: edit that file");
+        else
+                log_error("%s: no override to remove: no runtime override is bound to this disk (diskseq "
+                          "%" PRIu64 ")%s.",
+                          disk, diskseq, arg_runtime ? "" : " and no drop-in of stablepagesctl matches it");
+}
+
 int verb_reset(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *device = NULL;
+        _cleanup_strv_free_ char **removed = NULL;
+        _cleanup_free_ char *disk = NULL;
+        const char *path;
 
         int r = daemon_bus("reset", &bus);
         if (r != EXIT_OK)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error,
-                               NULL, "st", argv[0], arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error, &device,
+                               "s", argv[0]);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
+        if (sd_bus_message_read(device, "o", &path) < 0 ||
+            sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk) <= 0)
+                return log_error("%s: bad reply from stablepagesd.", argv[0]), EXIT_FAIL;
+        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error,
+                               &reply, "st", disk, arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
+        if (r < 0)
+                return ctl_call_error(disk, &error, r);
+        r = sd_bus_message_read_strv(reply, &removed);
+        if (r < 0)
+                return log_error_errno(r, "%s: bad reply: %m", disk), EXIT_FAIL;
+        if (!removed) {
+                reset_nothing(bus, disk, path);
+                return EXIT_FAIL;
+        }
+        STRV_FOREACH (s, removed)
+                printf("%s: %s\n", disk, *s);
         return EXIT_OK;
 }
 

@@ -6,6 +6,7 @@
 #include "bus-api.h"
 #include "ctl.h"
 #include "engine.h"
+#include "identity.h"
 #include "log.h"
 #include "policy.h"
 #include "table.h"
@@ -13,6 +14,26 @@
 
 static const char *const status_header[] = { "DEVICE", "NEED",      "KERNEL", "DESIRED",
                                              "MOUNTS", "STALL-P99", NULL };
+
+static const char *const overrides_header[] = { "OVERRIDE", "SETTING", "SCOPE", "BOUND-TO", "SOURCE", NULL };
+
+/* Adds one override to the overrides table: the disk it applies to ("-" for none present). */
+static int overrides_add(Table *t, const char *disk, const char *setting, bool force, const char *scope,
+                         const char *binding, const char *source) {
+        _cleanup_free_ char *what = strdup_printf("%s%s", setting, force ? " (force)" : "");
+        if (!what)
+                return -ENOMEM;
+        const char *row[] = { isempty(disk) ? "-" : disk, what, scope, binding, source };
+        return table_add_row(t, row);
+}
+
+/* Prints the overrides table after the devices table, when there is any override. */
+static void overrides_print(const Table *t) {
+        if (t->n_rows <= 1)
+                return;
+        putchar('\n');
+        table_print(t, stdout, arg_legend);
+}
 
 static void say_fallback(void) {
         fprintf(stderr, "stablepagesd is not running: reading sysfs directly "
@@ -80,8 +101,20 @@ static int status_local(int argc, char **argv) {
                 if (table_add_row(t, row) < 0)
                         return log_oom(), EXIT_FAIL;
         }
+        _cleanup_(table_freep) Table *o = table_new(overrides_header);
+        OverrideEntry *entries = NULL;
+        size_t n = 0;
+        if (!o || engine_list_overrides(&e, argc > 0 ? argv : NULL, &entries, &n) < 0)
+                return log_oom(), EXIT_FAIL;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = overrides_add(o, entries[i].disk, setting_to_string(entries[i].setting),
+                                  entries[i].force, entries[i].scope, entries[i].binding, entries[i].source);
+        override_entries_free(entries, n);
+        if (r < 0)
+                return log_oom(), EXIT_FAIL;
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
+        overrides_print(o);
         return EXIT_OK;
 }
 
@@ -196,8 +229,35 @@ int verb_status(int argc, char **argv) {
                 if (table_add_row(t, row) < 0)
                         return log_oom(), EXIT_FAIL;
         }
+
+        /* Which identity each override is bound to: a disk, not a name. */
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
+        _cleanup_(table_freep) Table *o = table_new(overrides_header);
+        if (!o)
+                return log_oom(), EXIT_FAIL;
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListOverrides", &error,
+                               &list, "");
+        if (r < 0)
+                return ctl_call_error("status", &error, r);
+        r = sd_bus_message_enter_container(list, 'a', "(ssbsss)");
+        while (r >= 0) {
+                const char *disk, *setting, *scope, *binding, *source;
+                int force;
+                r = sd_bus_message_read(list, "(ssbsss)", &disk, &setting, &force, &scope, &binding,
+                                        &source);
+                if (r <= 0)
+                        break;
+                if (strv_length(disks) > 0 && !strv_contains(disks, disk))
+                        continue;
+                r = overrides_add(o, disk, setting, force, scope, binding, source);
+        }
+        if (r == -ENOMEM)
+                return log_oom(), EXIT_FAIL;
+        if (r < 0)
+                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
+        overrides_print(o);
         return EXIT_OK;
 }
 
@@ -207,6 +267,23 @@ static void print_reasons(const char *label, char *const *reasons) {
                 printf("  %-9s%s\n", first ? label : "", *s);
                 first = false;
         }
+}
+
+/* The override line of explain: what it is bound to, and where it is kept. */
+static void print_override(const char *scope, const char *binding, const char *source, uint64_t diskseq) {
+        if (isempty(scope))
+                printf("  %-9sno override (this disk: diskseq %" PRIu64 ")\n", "binding:", diskseq);
+        else if (streq(scope, "runtime"))
+                printf("  %-9sruntime, bound to this disk (%s) until it goes away; %s\n",
+                       "binding:", binding, source);
+        else
+                printf("  %-9sconfiguration, bound to %s; %s\n", "binding:", binding, source);
+}
+
+/* The disk id line of explain: what a persistent override would be bound to. */
+static void print_stable_id(const char *match) {
+        printf("  %-9s%s\n",
+               "disk id:", isempty(match) ? "none stable (a persistent override needs --bind=name)" : match);
 }
 
 static int explain_local(const char *name) {
@@ -228,6 +305,11 @@ static int explain_local(const char *name) {
         printf("  %-9s%s (%s): %s\n", "desired:", desired_to_string(d->decision.desired),
                desired_source_to_string(d->decision.source), d->decision.reason);
         printf("  %-9s%s\n", "setting:", setting_to_string(d->setting));
+        print_override(d->override_scope, d->override_binding, d->override_source, d->facts->diskseq);
+        _cleanup_(stable_id_done) StableId id = {};
+        _cleanup_free_ char *match =
+                stable_id_pick(d->facts, &e.table, false, &id, NULL) >= 0 ? stable_id_match_text(&id) : NULL;
+        print_stable_id(match);
         if (d->need_problem)
                 printf("  %-9s%s\n", "problem:", d->need_problem);
         if (d->learned != LEARNED_NONE) {
@@ -294,7 +376,9 @@ int verb_explain(int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *mounts = NULL;
         _cleanup_strv_free_ char **reasons = NULL;
         _cleanup_free_ char *need = NULL, *kind = NULL, *devnum = NULL, *desired = NULL, *source = NULL,
-                            *decision = NULL, *setting = NULL, *dname = NULL;
+                            *decision = NULL, *setting = NULL, *dname = NULL, *oscope = NULL,
+                            *obinding = NULL, *osource = NULL, *stable_id = NULL;
+        uint64_t diskseq = 0;
         const char *path;
         int flag = -1, in_force = 0, r;
 
@@ -313,7 +397,9 @@ int verb_explain(int argc, char **argv) {
         if (GET_STRING("Name", dname) || GET_STRING("Need", need) || GET_STRING("Kind", kind) ||
             GET_STRING("DevNum", devnum) || GET_STRING("Desired", desired) ||
             GET_STRING("DesiredSource", source) || GET_STRING("DecisionReason", decision) ||
-            GET_STRING("Setting", setting))
+            GET_STRING("Setting", setting) || GET_STRING("OverrideScope", oscope) ||
+            GET_STRING("OverrideBinding", obinding) || GET_STRING("OverrideSource", osource) ||
+            GET_STRING("StableId", stable_id))
                 return ctl_call_error(argv[0], &error, r);
 #undef GET_STRING
         r = sd_bus_get_property_strv(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Reasons", &error, &reasons);
@@ -323,6 +409,9 @@ int verb_explain(int argc, char **argv) {
         if (r >= 0)
                 r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "InForce", &error,
                                                 'b', &in_force);
+        if (r >= 0)
+                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "DiskSeq", &error,
+                                                't', &diskseq);
         if (r >= 0)
                 r = sd_bus_get_property(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Mounts", &error, &mounts,
                                         "a(sssbs)");
@@ -335,6 +424,8 @@ int verb_explain(int argc, char **argv) {
                "kernel:", kernel_state_to_string(flag, in_force), flag);
         printf("  %-9s%s (%s): %s\n", "desired:", desired, source, decision);
         printf("  %-9s%s\n", "setting:", setting);
+        print_override(oscope, obinding, osource, diskseq);
+        print_stable_id(stable_id);
         r = explain_stalls(bus, path, &error);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);

@@ -18,6 +18,7 @@ extern bool arg_runtime;
 extern bool arg_force;
 extern bool arg_apply;
 extern bool arg_remount;
+extern bool arg_bind_name;          /* set: bind the persistent override to the kernel name */
 extern const char *arg_config_file; /* check-config and the no-daemon fallback */
 extern const char *arg_config_dir;
 

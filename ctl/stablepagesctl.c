@@ -16,6 +16,7 @@ bool arg_runtime = false;
 bool arg_force = false;
 bool arg_apply = false;
 bool arg_remount = false;
+bool arg_bind_name = false;
 const char *arg_config_file = NULL;
 const char *arg_config_dir = NULL;
 static bool arg_pager = true;
@@ -46,7 +47,7 @@ static void help(void) {
                "  explain DEVICE            Show why: the reasons chain and the decision\n"
                "  stats [DEVICE]            Show the measured writer stalls as histograms\n"
                "  set DEVICE on|off|auto    Override the decision for a disk\n"
-               "  reset DEVICE              Remove the override of a disk\n"
+               "  reset DEVICE              Remove the overrides of a disk, say which\n"
                "  apply [DEVICE...]         Apply the decisions now\n"
                "  reload                    Make the daemon re-read its configuration\n"
                "  monitor                   Print changes as they happen\n"
@@ -57,7 +58,10 @@ static void help(void) {
                "     --json=pretty|short    Print JSON\n"
                "     --no-legend            Do not print the table header\n"
                "     --no-pager             Do not pipe output into a pager\n"
-               "     --runtime              set/reset: only until reboot (kept in /run)\n"
+               "     --runtime              set/reset: only for this disk until it goes away\n"
+               "                            (bound to its diskseq, kept in /run)\n"
+               "     --bind=id|name         set: bind a persistent override to the disk's\n"
+               "                            stable ID (default) or to its kernel name\n"
                "     --force                set: allow off on a device that needs stable writes\n"
                "     --apply                set: apply the new decision now\n"
                "     --remount              apply: cycle idle mounted filesystems\n"
@@ -79,6 +83,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_APPLY,
                 ARG_REMOUNT,
                 ARG_CONFIG_DIR,
+                ARG_BIND,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -91,6 +96,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "apply", no_argument, NULL, ARG_APPLY },
                 { "remount", no_argument, NULL, ARG_REMOUNT },
                 { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
+                { "bind", required_argument, NULL, ARG_BIND },
                 {},
         };
         int c;
@@ -133,6 +139,13 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_CONFIG_DIR:
                         arg_config_dir = optarg;
+                        break;
+                case ARG_BIND:
+                        if (!streq(optarg, "id") && !streq(optarg, "name")) {
+                                log_error("--bind= takes id or name, not \"%s\".", optarg);
+                                return -EINVAL;
+                        }
+                        arg_bind_name = streq(optarg, "name");
                         break;
                 case '?':
                         return -EINVAL;

@@ -17,12 +17,14 @@
 #define BUS_ERROR_ACCESS_DENIED "org.stablepages1.Error.AccessDenied"
 #define BUS_ERROR_APPLY_FAILED "org.stablepages1.Error.ApplyFailed"
 #define BUS_ERROR_CONFIG_INVALID "org.stablepages1.Error.ConfigInvalid"
+#define BUS_ERROR_NO_IDENTITY "org.stablepages1.Error.NoIdentity"
 
 /* SetDevicePolicy() / ResetDevicePolicy() flags */
 #define SET_FLAG_RUNTIME (UINT64_C(1) << 0)
 #define SET_FLAG_FORCE (UINT64_C(1) << 1)
 #define SET_FLAG_APPLY (UINT64_C(1) << 2)
-#define SET_FLAGS_ALL (SET_FLAG_RUNTIME | SET_FLAG_FORCE | SET_FLAG_APPLY)
+#define SET_FLAG_BIND_NAME (UINT64_C(1) << 3) /* persistent: bind to the kernel name on purpose */
+#define SET_FLAGS_ALL (SET_FLAG_RUNTIME | SET_FLAG_FORCE | SET_FLAG_APPLY | SET_FLAG_BIND_NAME)
 
 /* Apply() flags */
 #define APPLY_FLAG_REMOUNT (UINT64_C(1) << 0)

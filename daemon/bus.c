@@ -6,7 +6,9 @@
 #include "bus-api.h"
 #include "bus.h"
 #include "config-build.h"
+#include "identity.h"
 #include "log.h"
+#include "overrides.h"
 #include "remount.h"
 #include "stalls.h"
 #include "util.h"
@@ -229,6 +231,33 @@ static int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_err
         return sd_bus_send(NULL, reply, NULL);
 }
 
+static int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        OverrideEntry *entries = NULL;
+        size_t n = 0;
+        int r;
+
+        if (manager_n_devices(b->manager) > 0) {
+                r = engine_list_overrides(&b->manager->engine, NULL, &entries, &n);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssbsss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(ssbsss)", entries[i].disk ?: "",
+                                          setting_to_string(entries[i].setting), entries[i].force,
+                                          entries[i].scope, entries[i].binding, entries[i].source);
+        override_entries_free(entries, n);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
         EngineDevice *d;
@@ -304,38 +333,6 @@ static int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *err
         return sd_bus_reply_method_return(m, "s", buf);
 }
 
-static char *dropin_path(Manager *m, const char *disk) {
-        return strdup_printf("%s/90-stablepagesctl-%s.conf", m->engine.dropin_dir, disk);
-}
-
-/* Writes (or, for auto without force, removes) the persistent override of disk. */
-static int write_persistent(Manager *m, const EngineDevice *d, Setting setting, bool force) {
-        _cleanup_free_ char *path = dropin_path(m, d->facts->name), *text = NULL;
-        const char *wwn = device_facts_property(d->facts, "ID_WWN");
-        const char *serial = device_facts_property(d->facts, "ID_SERIAL");
-        int r;
-
-        if (!path)
-                return -ENOMEM;
-        if (setting == SETTING_AUTO && !force) {
-                if (unlink(path) < 0 && errno != ENOENT)
-                        return -errno;
-                return 0;
-        }
-        /* Match the disk by a stable identity where udev knows one: kernel names move. */
-        text = strdup_printf("# Written by stablepagesctl set %s %s%s; removed by stablepagesctl reset.\n"
-                             "[Device %s%s]\nStableWrites=%s\n%s",
-                             d->facts->name, setting_to_string(setting), force ? " --force" : "",
-                             wwn ? "ID_WWN=" : serial ? "ID_SERIAL=" : "", wwn ?: serial ?: d->facts->name,
-                             setting_to_string(setting), force ? "Force=yes\n" : "");
-        if (!text)
-                return -ENOMEM;
-        r = mkdir_p(m->engine.dropin_dir, 0755);
-        if (r < 0)
-                return r;
-        return write_file_atomic(path, text, strlen(text), 0644);
-}
-
 static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
         _cleanup_free_ char *disk = NULL;
         const char *name, *mode;
@@ -371,29 +368,25 @@ static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus
                         d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
-        if (flags & SET_FLAG_RUNTIME)
+        _cleanup_free_ char *done = NULL;
+        if (flags & SET_FLAG_RUNTIME) {
                 r = manager_set_override(b->manager, disk, setting, force);
-        else {
-                r = write_persistent(b->manager, d, setting, force);
-                if (r < 0)
-                        return reply_error(error, BUS_ERROR_APPLY_FAILED,
-                                           "%s: cannot write the drop-in in %s: %s", disk,
-                                           b->manager->engine.dropin_dir, strerror(-r));
-                log_info("%s: persistent override StableWrites=%s%s written to %s.", disk,
-                         setting_to_string(setting), force ? " (force)" : "", b->manager->engine.dropin_dir);
-                /* A runtime override would shadow it: the newer word wins. */
-                r = manager_reset_override(b->manager, disk);
-                if (r >= 0) {
-                        _cleanup_(config_diags_done) ConfigDiags diags = {};
-                        r = manager_reload(b->manager, &diags);
-                        if (r == -EINVAL)
-                                return reply_error(error, BUS_ERROR_CONFIG_INVALID,
-                                                   "%s: the override was written, but the configuration has "
-                                                   "errors and was not reloaded: %s:%u: %s",
-                                                   disk, diags.n ? diags.items[0].file : "?",
-                                                   diags.n ? diags.items[0].line : 0,
-                                                   diags.n ? diags.items[0].message : "?");
-                }
+                if (r == -EOPNOTSUPP)
+                        return reply_error(error, BUS_ERROR_NO_IDENTITY,
+                                           "%s: the kernel gives this disk no diskseq (Linux 5.15 and later "
+                                           "do): a runtime override could not be told apart from the next "
+                                           "disk that takes the name; use a persistent override",
+                                           disk);
+        } else {
+                r = manager_set_persistent(b->manager, disk, setting, force, flags & SET_FLAG_BIND_NAME,
+                                           &done);
+                if (r < 0 && r != -ENOMEM)
+                        return reply_error(error,
+                                           r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
+                                           : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
+                                           : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                          : BUS_ERROR_APPLY_FAILED,
+                                           "%s", done ?: strerror(-r));
         }
         if (r < 0)
                 return r;
@@ -411,11 +404,18 @@ static int set_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus
         d = manager_find_device(b->manager, disk);
         if (!d)
                 return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: disappeared", disk);
-        _cleanup_free_ char *msg = strdup_printf(
-                "%s: StableWrites=%s%s (%s); desired %s: %s; kernel %s", disk, setting_to_string(setting),
-                flags & SET_FLAG_RUNTIME ? " until reboot" : "", force ? "force" : "no force",
-                desired_to_string(d->decision.desired), d->decision.reason,
-                kernel_state_to_string(d->facts->stable_writes, d->class.in_force));
+        if (flags & SET_FLAG_RUNTIME)
+                done = setting == SETTING_AUTO && !force
+                               ? strdup("removed")
+                               : strdup_printf("until the disk goes away, bound to %s",
+                                               d->override_binding ?: "?");
+        _cleanup_free_ char *msg =
+                done ? strdup_printf("%s: StableWrites=%s (%s), %s: %s; desired %s: %s; kernel %s", disk,
+                                     setting_to_string(setting), force ? "force" : "no force",
+                                     flags & SET_FLAG_RUNTIME ? "runtime" : "persistent", done,
+                                     desired_to_string(d->decision.desired), d->decision.reason,
+                                     kernel_state_to_string(d->facts->stable_writes, d->class.in_force))
+                     : NULL;
         if (!msg)
                 return -ENOMEM;
         return sd_bus_reply_method_return(m, "s", msg);
@@ -436,6 +436,11 @@ static int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_er
         if (flags & ~SET_FLAGS_ALL)
                 return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
                                    flags & ~SET_FLAGS_ALL);
+        if ((flags & SET_FLAG_RUNTIME) && (flags & SET_FLAG_BIND_NAME))
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
+                                   "A runtime override is bound to the disk itself (its diskseq), never to "
+                                   "its name: flag 0x%" PRIx64 " is for persistent overrides",
+                                   SET_FLAG_BIND_NAME);
         r = find_device(b, name, &d, error);
         if (r < 0)
                 return r;
@@ -443,6 +448,8 @@ static int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_er
 }
 
 static int reset_device_policy_authorized(BusService *b, sd_bus_message *m, sd_bus_error *error) {
+        _cleanup_strv_free_ char **removed = NULL;
+        _cleanup_free_ char *problem = NULL;
         const char *name;
         uint64_t flags;
         EngineDevice *d;
@@ -456,24 +463,22 @@ static int reset_device_policy_authorized(BusService *b, sd_bus_message *m, sd_b
         r = find_device(b, name, &d, error);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *disk = strdup(d->facts->name);
-        if (!disk)
-                return -ENOMEM;
-        if (!(flags & SET_FLAG_RUNTIME)) {
-                r = write_persistent(b->manager, d, SETTING_AUTO, false);
-                if (r < 0)
-                        return reply_error(error, BUS_ERROR_APPLY_FAILED,
-                                           "%s: cannot remove the drop-in: %s", disk, strerror(-r));
-        }
-        r = manager_reset_override(b->manager, disk);
-        if (r >= 0 && !(flags & SET_FLAG_RUNTIME))
-                r = manager_reload(b->manager, NULL);
-        if (r == -EINVAL)
-                return reply_error(error, BUS_ERROR_CONFIG_INVALID,
-                                   "%s: reset, but the configuration has errors and was not reloaded", disk);
+        r = manager_reset_overrides(b->manager, name, flags & SET_FLAG_RUNTIME, &removed, &problem);
+        if (r < 0 && r != -ENOMEM)
+                return reply_error(error,
+                                   r == -EINVAL   ? BUS_ERROR_CONFIG_INVALID
+                                   : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                  : BUS_ERROR_APPLY_FAILED,
+                                   "%s", problem ?: strerror(-r));
         if (r < 0)
                 return r;
-        return sd_bus_reply_method_return(m, "");
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, removed);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 static int method_reset_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -865,8 +870,11 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES(
                 "SetDevicePolicy", "sst", SD_BUS_PARAM(name) SD_BUS_PARAM(mode) SD_BUS_PARAM(flags), "s",
                 SD_BUS_PARAM(message), method_set_device_policy, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ResetDevicePolicy", "st", SD_BUS_PARAM(name) SD_BUS_PARAM(flags), NULL, ,
-                                 method_reset_device_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ResetDevicePolicy", "st", SD_BUS_PARAM(name) SD_BUS_PARAM(flags), "as",
+                                 SD_BUS_PARAM(removed), method_reset_device_policy,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListOverrides", NULL, , "a(ssbsss)", SD_BUS_PARAM(overrides),
+                                 method_list_overrides, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Apply", "ast", SD_BUS_PARAM(names) SD_BUS_PARAM(flags), "a(sbbbs)",
                                  SD_BUS_PARAM(results), method_apply, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", NULL, NULL, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -967,6 +975,25 @@ static int property_get_device(sd_bus *bus, const char *path, const char *interf
                 return sd_bus_message_append(reply, "s", setting_to_string(d->setting));
         if (streq(property, "Managed"))
                 return sd_bus_message_append(reply, "b", d->managed);
+        if (streq(property, "DiskSeq"))
+                return sd_bus_message_append(reply, "t", f->diskseq);
+        if (streq(property, "OverrideScope"))
+                return sd_bus_message_append(reply, "s", d->override_scope ?: "");
+        if (streq(property, "OverrideBinding"))
+                return sd_bus_message_append(reply, "s", d->override_binding ?: "");
+        if (streq(property, "OverrideSource"))
+                return sd_bus_message_append(reply, "s", d->override_source ?: "");
+        if (streq(property, "StableId")) {
+                _cleanup_(stable_id_done) StableId id = {};
+                _cleanup_free_ char *match = NULL;
+                int r = stable_id_pick(f, &b->manager->engine.table, false, &id, NULL);
+                if (r == -ENOMEM)
+                        return r;
+                match = r >= 0 ? stable_id_match_text(&id) : NULL;
+                if (r >= 0 && !match)
+                        return -ENOMEM;
+                return sd_bus_message_append(reply, "s", match ?: "");
+        }
         if (streq(property, "Pending"))
                 return sd_bus_message_append(reply, "b", manager_count_pending(b->manager, f->name) > 0);
         if (startswith(property, "Stall")) {
@@ -1031,6 +1058,12 @@ static const sd_bus_vtable device_vtable[] = {
         DEVICE_PROPERTY("DecisionReason", "s"),
         DEVICE_PROPERTY("Setting", "s"),
         DEVICE_PROPERTY("Managed", "b"),
+        DEVICE_PROPERTY("DiskSeq", "t"),
+        /* Computed when read (it depends on every other disk): no signal announces it. */
+        SD_BUS_PROPERTY("StableId", "s", property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        DEVICE_PROPERTY("OverrideScope", "s"),
+        DEVICE_PROPERTY("OverrideBinding", "s"),
+        DEVICE_PROPERTY("OverrideSource", "s"),
         DEVICE_PROPERTY("Mounts", "a(sssbs)"),
         DEVICE_PROPERTY("Pending", "b"),
         DEVICE_PROPERTY("Learned", "s"),

@@ -538,6 +538,13 @@ DeviceFacts *device_table_find(const DeviceTable *t, const char *name) {
         return NULL;
 }
 
+DeviceFacts *device_table_find_diskseq(const DeviceTable *t, uint64_t diskseq) {
+        for (size_t i = 0; diskseq != 0 && i < t->n; i++)
+                if (t->devices[i].diskseq == diskseq)
+                        return &t->devices[i];
+        return NULL;
+}
+
 DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum) {
         for (size_t i = 0; i < t->n; i++) {
                 if (t->devices[i].devnum == devnum)

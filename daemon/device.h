@@ -113,6 +113,9 @@ void device_table_done(DeviceTable *t);
 /* The disk of that name or NULL. */
 DeviceFacts *device_table_find(const DeviceTable *t, const char *name);
 
+/* The disk with that diskseq (not 0), or NULL. */
+DeviceFacts *device_table_find_diskseq(const DeviceTable *t, uint64_t diskseq);
+
 /* The disk whose devnum, or one of whose partitions' devnum, is devnum, or NULL. */
 DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum);
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
 #include <sys/utsname.h>
 #include <time.h>
 
 #include "config-build.h"
 #include "engine.h"
+#include "identity.h"
 #include "log.h"
 #include "sysfs.h"
 #include "util.h"
@@ -53,6 +55,8 @@ static void engine_devices_free(Engine *e) {
                 free(e->devices[i].learned_key);
                 free(e->devices[i].learned_reason);
                 free(e->devices[i].need_problem);
+                free(e->devices[i].override_binding);
+                free(e->devices[i].override_source);
         }
         e->devices = mfree(e->devices);
         device_table_done(&e->table);
@@ -148,15 +152,35 @@ static int engine_configured_need(Engine *e, EngineDevice *d, const DeviceIdenti
         return 0;
 }
 
+/* Says which override is in force for d and what it is bound to: a runtime one (o) to the
+ * disk's diskseq, a [Device] section to its match. */
+static int engine_describe_override(const Engine *e, EngineDevice *d, const RuntimeOverride *o,
+                                    const DeviceRule *force_rule) {
+        const DeviceRule *rule = d->setting_rule ?: force_rule;
+
+        if (o) {
+                d->override_scope = "runtime";
+                d->override_binding = strdup_printf("diskseq %" PRIu64, o->diskseq);
+                d->override_source = path_join(e->runtime_dir, "overrides");
+        } else if (rule) {
+                d->override_scope = "config";
+                d->override_binding = device_match_describe(&rule->match);
+                d->override_source = strdup_printf("%s:%u", rule->file, rule->line);
+        } else
+                return 0;
+        return d->override_binding && d->override_source ? 0 : -ENOMEM;
+}
+
 static int engine_decide(Engine *e, EngineDevice *d) {
         DeviceFacts *f = d->facts;
-        DeviceIdentity id = { .name = f->name, .devnum = f->devnum, .properties = f->properties };
+        DeviceIdentity id = device_identity_of(f);
         const DeviceRule *force_rule = NULL;
         const RuntimeOverride *o;
 
         config_device_settings(&e->config, &id, &d->setting, &d->force, &d->setting_rule, &force_rule);
         d->setting_source = SOURCE_CONFIG;
-        o = runtime_overrides_find(&e->overrides, f->name);
+        /* Bound to this disk, not to its name: another disk under the name has its own diskseq. */
+        o = runtime_overrides_find(&e->overrides, f->diskseq);
         if (o) {
                 d->setting = o->setting;
                 d->force = o->force;
@@ -164,7 +188,10 @@ static int engine_decide(Engine *e, EngineDevice *d) {
                 d->setting_rule = NULL;
         }
         d->managed = config_device_is_managed(&e->config, f->name);
-        int r = engine_configured_need(e, d, &id);
+        int r = engine_describe_override(e, d, o, force_rule);
+        if (r < 0)
+                return r;
+        r = engine_configured_need(e, d, &id);
         if (r < 0)
                 return r;
 
@@ -351,6 +378,82 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
         return ret->message ? 0 : -ENOMEM;
 }
 
+void override_entries_free(OverrideEntry *entries, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(entries[i].binding);
+                free(entries[i].source);
+        }
+        free(entries);
+}
+
+static int override_entries_add(OverrideEntry **entries, size_t *n, const OverrideEntry *add) {
+        OverrideEntry *m = realloc(*entries, sizeof(OverrideEntry) * (*n + 1));
+        if (!m)
+                return -ENOMEM;
+        *entries = m;
+        m[*n] = (OverrideEntry){ .disk = add->disk,
+                                 .setting = add->setting,
+                                 .force = add->force,
+                                 .scope = add->scope,
+                                 .binding = strdup(add->binding),
+                                 .source = strdup(add->source) };
+        (*n)++;
+        return m[*n - 1].binding && m[*n - 1].source ? 0 : -ENOMEM;
+}
+
+int engine_list_overrides(const Engine *e, char *const *disks, OverrideEntry **ret, size_t *ret_n) {
+        OverrideEntry *entries = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < e->table.n; i++) {
+                const EngineDevice *d = &e->devices[i];
+                if (!d->override_scope || (disks && !strv_contains(disks, d->facts->name)))
+                        continue;
+                r = override_entries_add(&entries, &n,
+                                         &(OverrideEntry){ .disk = d->facts->name,
+                                                           .setting = d->setting,
+                                                           .force = d->force,
+                                                           .scope = d->override_scope,
+                                                           .binding = d->override_binding,
+                                                           .source = d->override_source });
+        }
+        /* What stablepagesctl set kept for disks that are not here (unplugged, not attached). */
+        for (size_t i = 0; r >= 0 && !disks && i < e->config.n_rules; i++) {
+                const DeviceRule *rule = &e->config.rules[i];
+                _cleanup_free_ char *binding = NULL, *source = NULL;
+                bool present = false;
+
+                if (!dropin_is_ours(rule->file))
+                        continue;
+                for (size_t j = 0; !present && j < e->table.n; j++) {
+                        DeviceIdentity id = device_identity_of(&e->table.devices[j]);
+                        present = device_match_test(&rule->match, &id);
+                }
+                if (present)
+                        continue;
+                binding = device_match_describe(&rule->match);
+                source = strdup_printf("%s:%u", rule->file, rule->line);
+                r = binding && source
+                            ? override_entries_add(&entries, &n,
+                                                   &(OverrideEntry){ .setting = rule->stable_writes >= 0
+                                                                                        ? rule->stable_writes
+                                                                                        : SETTING_AUTO,
+                                                                     .force = rule->force > 0,
+                                                                     .scope = "config",
+                                                                     .binding = binding,
+                                                                     .source = source })
+                            : -ENOMEM;
+        }
+        if (r < 0) {
+                override_entries_free(entries, n);
+                return r;
+        }
+        *ret = entries;
+        *ret_n = n;
+        return 0;
+}
+
 static void json_attr_int(JsonWriter *w, const char *key, int v) {
         json_key(w, key);
         if (v == ATTR_ABSENT)
@@ -401,6 +504,24 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
         json_bool(w, d->managed);
         json_key(w, "setting");
         json_string(w, setting_to_string(d->setting));
+        json_key(w, "diskseq");
+        json_uint(w, f->diskseq);
+        json_key(w, "override");
+        if (d->override_scope) {
+                json_object_begin(w);
+                json_key(w, "scope");
+                json_string(w, d->override_scope);
+                json_key(w, "setting");
+                json_string(w, setting_to_string(d->setting));
+                json_key(w, "force");
+                json_bool(w, d->force);
+                json_key(w, "bound_to");
+                json_string(w, d->override_binding);
+                json_key(w, "source");
+                json_string(w, d->override_source);
+                json_object_end(w);
+        } else
+                json_null(w);
         json_key(w, "learned");
         json_string(w, learned_to_string(d->learned));
         json_key(w, "learned_since_usec");

@@ -33,6 +33,11 @@ typedef struct EngineDevice {
         DesiredSource setting_source;
         const DeviceRule *setting_rule; /* the [Device] section that set it, if any */
         bool force;
+        const char *override_scope; /* "runtime", "config" (a [Device] section), or NULL: none */
+        char *override_binding;     /* what that override is bound to: "diskseq 41",
+                                     * "ID_SERIAL=abc", "kernel name zram*"… */
+        char *override_source;      /* where it is kept: the runtime overrides file, or
+                                     * file:line of the [Device] section */
         bool managed;
         StallVerdict stalls;
         char *learned_key;           /* learned.h: the disk's key across reboots */
@@ -118,6 +123,23 @@ void engine_device_json(const Engine *e, const EngineDevice *d, JsonWriter *w);
 
 /* Writes the members of that object only, for callers that add their own. */
 void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w);
+
+/* One override in force, or kept for a disk that is not there. */
+typedef struct OverrideEntry {
+        const char *disk; /* the disk it applies to now, NULL when none */
+        Setting setting;
+        bool force;
+        const char *scope; /* "runtime" or "config" */
+        char *binding;     /* as EngineDevice.override_binding */
+        char *source;      /* as EngineDevice.override_source */
+} OverrideEntry;
+
+/* The overrides in force for the disks of e (only those of disks when disks is not NULL),
+ * then, when disks is NULL, the drop-ins of stablepagesctl that match no disk present, as an
+ * array of *ret_n entries; the strings are owned by the entries. Returns 0 or -ENOMEM. */
+int engine_list_overrides(const Engine *e, char *const *disks, OverrideEntry **ret, size_t *ret_n);
+
+void override_entries_free(OverrideEntry *entries, size_t n);
 
 /* "on", "off", or "-" (leave alone) for a desired value. */
 const char *desired_to_string(int desired);

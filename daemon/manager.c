@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
@@ -50,6 +51,64 @@ static void emit(Manager *m, ManagerEventType type, const char *device, const Ap
                            m->handler_userdata);
 }
 
+/* Replaces the runtime overrides by *o (taken) once saved: on failure nothing changed. */
+static int manager_save_overrides(Manager *m, RuntimeOverrides *o) {
+        Engine *e = &m->engine;
+        int r = state_save_overrides(e->runtime_dir, o);
+        if (r < 0)
+                return log_error_errno(r, "Cannot save runtime overrides to %s: %m", e->runtime_dir);
+        runtime_overrides_done(&e->overrides);
+        e->overrides = *o;
+        *o = (RuntimeOverrides){};
+        return 0;
+}
+
+/* A copy of the runtime overrides in force, to change and save. */
+static int manager_copy_overrides(Manager *m, RuntimeOverrides *ret) {
+        const RuntimeOverrides *o = &m->engine.overrides;
+        RuntimeOverrides copy = {};
+
+        for (size_t i = 0; i < o->n; i++) {
+                int r = runtime_overrides_set(&copy, o->items[i].diskseq, o->items[i].disk,
+                                              o->items[i].setting, o->items[i].force);
+                if (r < 0) {
+                        runtime_overrides_done(&copy);
+                        return r;
+                }
+        }
+        *ret = copy;
+        return 0;
+}
+
+/* Drops the runtime overrides of disks that are gone and binds those an earlier version
+ * keyed by name to the disk of that name, each change logged. Needs the table of every disk.
+ * Returns > 0 when decisions must be made again, 0, or -ENOMEM. */
+static int manager_update_overrides(Manager *m) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
+        _cleanup_strv_free_ char **changes = NULL;
+        int r, bound;
+
+        r = manager_copy_overrides(m, &copy);
+        if (r < 0)
+                return r;
+        bound = runtime_overrides_update(&copy, &m->engine.table, &changes);
+        if (bound < 0)
+                return bound;
+        if (!changes)
+                return 0;
+        STRV_FOREACH (c, changes)
+                log_info("%s.", *c);
+        r = state_save_overrides(m->engine.runtime_dir, &copy);
+        if (r < 0)
+                log_error_errno(r,
+                                "Cannot save runtime overrides to %s, the change holds until a restart: %m",
+                                m->engine.runtime_dir);
+        runtime_overrides_done(&m->engine.overrides);
+        m->engine.overrides = copy;
+        copy = (RuntimeOverrides){};
+        return bound;
+}
+
 /* Facts, decisions, then the mount table (new mounts take the device state from before
  * any write of ours in this pass). Logs drift: a flag that moved away from what we want
  * since our last look, by someone else. */
@@ -58,6 +117,12 @@ static int manager_scan(Manager *m) {
         int r;
 
         r = engine_scan(e);
+        if (r >= 0) {
+                /* Runtime overrides follow their disk: gone with it, never another's. */
+                r = manager_update_overrides(m);
+                if (r > 0)
+                        r = engine_scan(e);
+        }
         /* A failed scan can leave partial tables behind: show nothing rather than those. */
         m->scanned = r >= 0;
         if (r < 0)
@@ -152,6 +217,8 @@ static char *device_signature(Manager *m, const EngineDevice *d) {
                 strv_length(d->class.reasons) > 0 ? d->class.reasons[0] : "");
         STRV_FOREACH (r, d->class.reasons)
                 fprintf(s, "%s;", *r);
+        fprintf(s, "|%" PRIu64 "|%s|%s|%s", f->diskseq, d->override_scope ?: "", d->override_binding ?: "",
+                d->override_source ?: "");
         for (size_t i = 0; i < m->mounts->n; i++) {
                 const TrackedMount *t = &m->mounts->mounts[i];
                 if (t->disk && streq(t->disk, f->name))
@@ -472,8 +539,8 @@ EngineDevice *manager_find_device(Manager *m, const char *name) {
 int manager_set_override(Manager *m, const char *name, Setting setting, bool force) {
         _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
         _cleanup_free_ char *disk = NULL;
-        Engine *e = &m->engine;
         EngineDevice *d;
+        uint64_t diskseq;
         int r;
 
         if (!device_name_is_valid(name) || setting < 0 || setting >= _SETTING_MAX)
@@ -481,37 +548,63 @@ int manager_set_override(Manager *m, const char *name, Setting setting, bool for
         d = manager_find_device(m, name);
         if (!d)
                 return -ENODEV;
+        /* The override is for this disk: without a diskseq it could not be told apart from
+         * the next disk that takes its name. */
+        diskseq = d->facts->diskseq;
+        if (diskseq == 0)
+                return -EOPNOTSUPP;
         disk = strdup(d->facts->name);
         if (!disk)
                 return -ENOMEM;
 
-        /* Change a copy and save it first: on failure, nothing changed. */
-        for (size_t i = 0; i < e->overrides.n; i++) {
-                r = runtime_overrides_set(&copy, e->overrides.items[i].disk, e->overrides.items[i].setting,
-                                          e->overrides.items[i].force);
-                if (r < 0)
-                        return r;
-        }
-        r = runtime_overrides_set(&copy, disk, setting, force);
+        r = manager_copy_overrides(m, &copy);
+        if (r >= 0)
+                r = runtime_overrides_set(&copy, diskseq, disk, setting, force);
+        if (r >= 0)
+                r = manager_save_overrides(m, &copy);
         if (r < 0)
                 return r;
-        r = state_save_overrides(e->runtime_dir, &copy);
-        if (r < 0)
-                return log_error_errno(r, "Cannot save runtime overrides to %s: %m", e->runtime_dir);
-        runtime_overrides_done(&e->overrides);
-        e->overrides = copy;
-        copy = (RuntimeOverrides){};
-
         if (setting == SETTING_AUTO && !force)
                 log_info("%s: runtime override removed.", disk);
         else
-                log_info("%s: runtime override set to %s%s.", disk, setting_to_string(setting),
-                         force ? " (force)" : "");
+                log_info("%s: runtime override set to %s%s, bound to this disk (diskseq %" PRIu64 ").", disk,
+                         setting_to_string(setting), force ? " (force)" : "", diskseq);
         return manager_reconcile(m);
 }
 
-int manager_reset_override(Manager *m, const char *name) {
-        return manager_set_override(m, name, SETTING_AUTO, false);
+int manager_reset_override(Manager *m, const char *name, char **ret_removed) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
+        const RuntimeOverride *o;
+        EngineDevice *d;
+        char what[32];
+        int r;
+
+        if (ret_removed)
+                *ret_removed = NULL;
+        if (!device_name_is_valid(name))
+                return -EINVAL;
+        d = manager_find_device(m, name);
+        if (!d)
+                return -ENODEV;
+        o = runtime_overrides_find(&m->engine.overrides, d->facts->diskseq);
+        if (!o)
+                return 0;
+        _cleanup_free_ char *removed = strdup_printf("runtime override %s of %s, bound to diskseq %" PRIu64,
+                                                     runtime_override_format(o, what), o->disk, o->diskseq);
+        if (!removed)
+                return -ENOMEM;
+        r = manager_copy_overrides(m, &copy);
+        if (r >= 0)
+                (void) runtime_overrides_remove(&copy, d->facts->diskseq, "");
+        if (r >= 0)
+                r = manager_save_overrides(m, &copy);
+        if (r < 0)
+                return r;
+        log_info("%s: removed the %s.", d->facts->name, removed);
+        if (ret_removed)
+                *ret_removed = TAKE_PTR(removed);
+        r = manager_reconcile(m);
+        return r < 0 ? r : 1;
 }
 
 int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {

@@ -61,45 +61,127 @@ void runtime_overrides_done(RuntimeOverrides *o) {
         *o = (RuntimeOverrides){};
 }
 
-const RuntimeOverride *runtime_overrides_find(const RuntimeOverrides *o, const char *disk) {
+/* The entry keyed by diskseq, or by disk for an unbound one (diskseq 0). */
+static RuntimeOverride *overrides_lookup(const RuntimeOverrides *o, uint64_t diskseq, const char *disk) {
         for (size_t i = 0; i < o->n; i++)
-                if (streq(o->items[i].disk, disk))
+                if (o->items[i].diskseq == diskseq && (diskseq != 0 || streq(o->items[i].disk, disk)))
                         return &o->items[i];
         return NULL;
 }
 
-int runtime_overrides_set(RuntimeOverrides *o, const char *disk, Setting setting, bool force) {
-        RuntimeOverride *found = (RuntimeOverride *) runtime_overrides_find(o, disk);
+const RuntimeOverride *runtime_overrides_find(const RuntimeOverrides *o, uint64_t diskseq) {
+        return diskseq == 0 ? NULL : overrides_lookup(o, diskseq, "");
+}
+
+/* Removes item, keeping the order of the others (the order of the file). */
+static void overrides_delete(RuntimeOverrides *o, RuntimeOverride *item) {
+        free(item->disk);
+        memmove(item, item + 1, sizeof(RuntimeOverride) * (size_t) (o->items + --o->n - item));
+}
+
+int runtime_overrides_remove(RuntimeOverrides *o, uint64_t diskseq, const char *disk) {
+        RuntimeOverride *found = overrides_lookup(o, diskseq, disk);
+        if (!found)
+                return 0;
+        overrides_delete(o, found);
+        return 1;
+}
+
+int runtime_overrides_set(RuntimeOverrides *o, uint64_t diskseq, const char *disk, Setting setting,
+                          bool force) {
+        RuntimeOverride *found;
 
         if (!device_name_is_valid(disk))
                 return -EINVAL;
         if (setting == SETTING_AUTO && !force) {
-                if (found) {
-                        free(found->disk);
-                        *found = o->items[--o->n];
-                }
+                (void) runtime_overrides_remove(o, diskseq, disk);
                 return 0;
         }
+        found = overrides_lookup(o, diskseq, disk);
         if (!found) {
-                RuntimeOverride *m = realloc(o->items, sizeof(RuntimeOverride) * (o->n + 1));
+                _cleanup_free_ char *copy = strdup(disk);
+                RuntimeOverride *m = copy ? realloc(o->items, sizeof(RuntimeOverride) * (o->n + 1)) : NULL;
                 if (!m)
                         return -ENOMEM;
                 o->items = m;
-                found = &m[o->n];
-                found->disk = strdup(disk);
-                if (!found->disk)
+                found = &m[o->n++];
+                *found = (RuntimeOverride){ .diskseq = diskseq, .disk = TAKE_PTR(copy) };
+        } else if (!streq(found->disk, disk)) {
+                char *copy = strdup(disk);
+                if (!copy)
                         return -ENOMEM;
-                o->n++;
+                free(found->disk);
+                found->disk = copy;
         }
         found->setting = setting;
         found->force = force;
         return 0;
 }
 
+char *runtime_override_format(const RuntimeOverride *o, char buf[static 32]) {
+        snprintf(buf, 32, "%s%s", setting_to_string(o->setting) ?: "?", o->force ? " (force)" : "");
+        return buf;
+}
+
+int runtime_overrides_update(RuntimeOverrides *o, const DeviceTable *t, char ***ret_changes) {
+        int bound = 0, r;
+
+        for (size_t i = 0; i < o->n;) {
+                RuntimeOverride *item = &o->items[i];
+                const DeviceFacts *named = device_table_find(t, item->disk);
+                char what[32];
+
+                runtime_override_format(item, what);
+                if (item->diskseq != 0) {
+                        /* Still there; or a disk of that name whose diskseq is unknown: it may be it. */
+                        if (device_table_find_diskseq(t, item->diskseq) || (named && named->diskseq == 0)) {
+                                i++;
+                                continue;
+                        }
+                        r = named ? strv_extendf(ret_changes,
+                                                 "%s: runtime override %s dropped: the disk it was set on "
+                                                 "(diskseq %" PRIu64 ") is gone; %s is another disk now "
+                                                 "(diskseq %" PRIu64 ")",
+                                                 item->disk, what, item->diskseq, item->disk, named->diskseq)
+                                  : strv_extendf(ret_changes,
+                                                 "%s: runtime override %s dropped: the disk it was set on "
+                                                 "(diskseq %" PRIu64 ") is gone",
+                                                 item->disk, what, item->diskseq);
+                } else if (named && named->diskseq != 0 && !runtime_overrides_find(o, named->diskseq)) {
+                        r = strv_extendf(
+                                ret_changes,
+                                "%s: runtime override %s, written by an earlier version and keyed by "
+                                "the kernel name only, is now bound to the disk of that name "
+                                "(diskseq %" PRIu64 ")",
+                                item->disk, what, named->diskseq);
+                        if (r < 0)
+                                return r;
+                        item->diskseq = named->diskseq;
+                        bound++;
+                        i++;
+                        continue;
+                } else
+                        r = strv_extendf(
+                                ret_changes,
+                                "%s: runtime override %s, written by an earlier version and keyed by "
+                                "the kernel name only, dropped: %s",
+                                item->disk, what,
+                                !named                ? "no disk has that name now"
+                                : named->diskseq == 0 ? "the kernel gives that disk no diskseq to "
+                                                        "bind it to"
+                                                      : "that disk has a newer override");
+                if (r < 0)
+                        return r;
+                overrides_delete(o, item);
+        }
+        return bound;
+}
+
 int state_load_overrides(const char *dir, RuntimeOverrides *ret) {
         _cleanup_free_ char *p = strdup_printf("%s/overrides", dir), *data = NULL;
         RuntimeOverrides o = {};
         char *save = NULL;
+        size_t unbound = 0;
 
         if (!p)
                 return -ENOMEM;
@@ -113,21 +195,38 @@ int state_load_overrides(const char *dir, RuntimeOverrides *ret) {
         unsigned line = 0;
         for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                 char disk[80], setting[16], force[16] = "";
+                unsigned long long seq = 0;
+                int n, used = 0;
+
                 line++;
-                int n = sscanf(l, "%79s %15s %15s", disk, setting, force);
+                if (l[0] == '#')
+                        continue;
+                /* "diskseq=N disk setting [force]"; an earlier version wrote "disk setting [force]". */
+                if (startswith(l, "diskseq=") &&
+                    (l[8] < '0' || l[8] > '9' || sscanf(l, "diskseq=%llu%n", &seq, &used) != 1 || seq == 0 ||
+                     (l[used] != ' ' && l[used] != '\t')))
+                        used = -1;
+                n = used < 0 ? 0 : sscanf(l + used, "%79s %15s %15s", disk, setting, force);
                 Setting s = n >= 2 ? setting_from_string(setting) : _SETTING_INVALID;
                 if (n < 2 || s < 0 || (n == 3 && !streq(force, "force"))) {
                         log_warning("%s:%u: ignoring malformed runtime override \"%s\"", p, line, l);
                         continue;
                 }
-                r = runtime_overrides_set(&o, disk, s, n == 3);
+                r = runtime_overrides_set(&o, seq, disk, s, n == 3);
                 if (r == -ENOMEM) {
                         runtime_overrides_done(&o);
                         return r;
                 }
                 if (r < 0)
                         log_warning("%s:%u: ignoring override of invalid device \"%s\"", p, line, disk);
+                else if (seq == 0)
+                        unbound++;
         }
+        if (unbound > 0)
+                log_notice("%s: %zu runtime override(s) written by an earlier version are keyed by kernel "
+                           "name only and apply to no disk until stablepagesd binds them to the disk of "
+                           "that name when it starts",
+                           p, unbound);
         *ret = o;
         return 0;
 }
@@ -142,9 +241,17 @@ int state_save_overrides(const char *dir, const RuntimeOverrides *o) {
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        for (size_t i = 0; i < o->n; i++)
-                fprintf(f, "%s %s%s\n", o->items[i].disk, setting_to_string(o->items[i].setting),
-                        o->items[i].force ? " force" : "");
+        fputs("# stablepagesd runtime overrides: diskseq=N DISK on|off|auto [force], each bound to the "
+              "disk\n"
+              "# with that diskseq (this boot only); DISK is its kernel name, for people.\n",
+              f);
+        for (size_t i = 0; i < o->n; i++) {
+                const RuntimeOverride *item = &o->items[i];
+                if (item->diskseq != 0)
+                        fprintf(f, "diskseq=%" PRIu64 " ", item->diskseq);
+                fprintf(f, "%s %s%s\n", item->disk, setting_to_string(item->setting),
+                        item->force ? " force" : "");
+        }
         if (fclose(f) != 0)
                 return -ENOMEM;
         int r = mkdir_p(dir, 0755);

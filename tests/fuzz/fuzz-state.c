@@ -32,8 +32,12 @@ static void put(const char *name, const uint8_t *data, size_t len) {
 static void check_overrides_equal(const RuntimeOverrides *a, const RuntimeOverrides *b) {
         FUZZ_ASSERT(a->n == b->n);
         for (size_t i = 0; i < a->n; i++) {
-                const RuntimeOverride *o = runtime_overrides_find(b, a->items[i].disk);
-                FUZZ_ASSERT(o && o->setting == a->items[i].setting && o->force == a->items[i].force);
+                const RuntimeOverride *x = &a->items[i], *o = NULL;
+                for (size_t j = 0; !o && j < b->n; j++)
+                        if (b->items[j].diskseq == x->diskseq && streq(b->items[j].disk, x->disk))
+                                o = &b->items[j];
+                FUZZ_ASSERT(o && o->setting == x->setting && o->force == x->force);
+                FUZZ_ASSERT(x->diskseq == 0 || runtime_overrides_find(b, x->diskseq) == o);
         }
 }
 

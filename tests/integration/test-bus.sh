@@ -63,11 +63,14 @@ start_daemon
 # 1. Root: set on, then off with --apply (runtime and persistent).
 out=$("$CTL" --no-pager set "$loop" on --runtime --apply 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$(flag)" = 1 ] || fail "root set on --runtime --apply: rc=$rc flag=$(flag): $out"
-grep -q "^$loop on" "$tmp/run/overrides" || fail "runtime override not in $tmp/run/overrides"
+grep -q "^diskseq=$(cat "/sys/block/$loop/diskseq") $loop on$" "$tmp/run/overrides" ||
+        fail "runtime override not in $tmp/run/overrides, bound to the diskseq of $loop"
 out=$("$CTL" set "$loop" off --apply 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$(flag)" = 0 ] || fail "root set off --apply: rc=$rc flag=$(flag): $out"
-grep -q "StableWrites=off" "$tmp/etc/stablepages.conf.d/90-stablepagesctl-$loop.conf" ||
-        fail "persistent override not written as a drop-in"
+# A loop device is its backing file: the drop-in is bound to it, and named after it.
+dropin="$tmp/etc/stablepages.conf.d/90-stablepagesctl-loop-$(sed 's|/|%2F|g' <<<"$tmp/backing").conf"
+grep -qx "\[Device LOOP_BACKING_FILE=$tmp/backing\]" "$dropin" && grep -qx "StableWrites=off" "$dropin" ||
+        fail "persistent override not written as a drop-in bound to the backing file: $out"
 
 # 1b. monitor prints the change live; the persistent override survives a restart.
 "$CTL" monitor > "$tmp/monitor.log" 2>&1 &
@@ -100,7 +103,7 @@ out=$(nobody busctl --system call org.stablepages1 /org/stablepages1 org.stablep
 
 # 3. busctl sees the documented members and reads a device's Need.
 intro=$(busctl --system introspect org.stablepages1 /org/stablepages1 2>&1)
-for member in ListDevices ListFilesystems GetDevice DumpJSON SetDevicePolicy ResetDevicePolicy Apply Reload \
+for member in ListDevices ListFilesystems GetDevice DumpJSON SetDevicePolicy ResetDevicePolicy ListOverrides Apply Reload \
         Applied Refused Reloaded Version Policy ApplyMounted; do
         grep -q "\.$member " <<<"$intro" || fail "introspection lacks $member"
 done
@@ -160,8 +163,11 @@ out=$("$CTL" explain "$loop" 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "need none" <<<"$out" || fail "explain $loop: rc=$rc: $out"
 
 # 7. reset without --runtime removes the drop-in; check-config reports file:line, exit 1.
-"$CTL" reset "$loop" || fail "reset failed"
-[ ! -e "$tmp/etc/stablepages.conf.d/90-stablepagesctl-$loop.conf" ] || fail "reset left the drop-in"
+out=$("$CTL" reset "$loop" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "^$loop: removed persistent override $dropin$" <<<"$out" || fail "reset: rc=$rc: $out"
+[ ! -e "$dropin" ] || fail "reset left the drop-in"
+out=$("$CTL" reset "$loop" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "^error: $loop: no override to remove" <<<"$out" || fail "second reset: rc=$rc: $out"
 printf '[Manager]\nPolicy=sideways\n' > "$tmp/bad.conf"
 out=$("$CTL" check-config "$tmp/bad.conf" 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "$tmp/bad.conf:2: error: invalid Policy=" <<<"$out" || fail "check-config: rc=$rc: $out"

@@ -20,8 +20,9 @@ a=${L[a]} b=${L[b]} c=${L[c]}
 mkfs.ext4 -q "/dev/$b"
 mkfs.ext4 -q "/dev/$c"
 
-# a: off by config, on by a runtime override (kept in runtime_dir/overrides, as
-#    "stablepagesctl set --runtime" leaves it); b: on by config; c: default policy (off).
+# a: off by config, on by a runtime override (kept in runtime_dir/overrides as an earlier
+#    version wrote it, keyed by the kernel name only: the daemon binds it to the disk of that
+#    name at start, the upgrade path); b: on by config; c: default policy (off).
 sp_config "[Manager]
 Devices=$a $b $c
 RescanSec=0
@@ -36,6 +37,10 @@ echo "$a on" >"$SP_RUNTIME/overrides"
 sp_daemon_start
 sp_wait_for 1000 "$a on by the runtime override" sp_flag_is "$a" 1 >/dev/null
 sp_state_is ".devices[] | select(.name == \"$a\") | .desired_source" runtime || sp_fail "$a not on by runtime override"
+grep -qx "diskseq=$(cat "/sys/block/$a/diskseq") $a on" "$SP_RUNTIME/overrides" ||
+        sp_fail "the runtime override of $a was not bound to its diskseq: $(cat "$SP_RUNTIME/overrides")"
+grep -q "$a: runtime override on, written by an earlier version and keyed by the kernel name only, is now bound to the disk of that name (diskseq [0-9]*)" "$SP_TMP/daemon.log" ||
+        sp_fail "the binding of the earlier version's override of $a was not logged"
 sp_wait_for 1000 "$b stable_writes=1" sp_flag_is "$b" 1 >/dev/null
 
 # b mounted while 1, then the policy turns b off: pending.

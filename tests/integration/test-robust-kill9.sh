@@ -33,12 +33,12 @@ RescanSec=0"
 override_in_file() {
         local f=$SP_RUNTIME/overrides
         [ -e "$f" ] || { echo none; return 0; }
-        if grep -Evq '^[A-Za-z0-9._:+-]+ (on|off|auto)( force)?$' "$f"; then
+        if grep -Evq '^(#.*|diskseq=[1-9][0-9]* [A-Za-z0-9._:+-]+ (on|off|auto)( force)?)$' "$f"; then
                 echo "malformed overrides file:" >&2
                 cat -A "$f" >&2
                 return 1
         fi
-        awk -v d="$loop" '$1 == d { print $2; found = 1 } END { if (!found) print "none" }' "$f"
+        awk -v d="$loop" '$2 == d { print $3; found = 1 } END { if (!found) print "none" }' "$f"
 }
 
 # The client: op j sets on (j%3==0), off (1) or resets (2); after each acknowledged call

@@ -57,9 +57,10 @@ busctl --system call org.stablepages1 /org/stablepages1 org.freedesktop.DBus.Obj
 # Changes.
 ctl set "$loop" on --runtime --apply || sp_fail "set --runtime --apply failed"
 sp_flag_is "$loop" 1 || sp_fail "$loop not on"
-ctl set "$loop" off --apply || sp_fail "persistent set failed"
 ctl reset "$loop" --runtime || sp_fail "reset --runtime failed"
+ctl set "$loop" off --apply || sp_fail "persistent set failed"
 ctl reset "$loop" || sp_fail "reset failed"
+ctl reset "$loop" && sp_fail "reset of a disk without an override succeeded"
 ctl apply || sp_fail "apply failed"
 # Bad input.
 robust_call GetDevice string:../x >/dev/null && sp_fail "a bad name was accepted"

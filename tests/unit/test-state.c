@@ -65,15 +65,23 @@ static void test_damaged_files(void) {
         _cleanup_(runtime_overrides_done) RuntimeOverrides o = {};
         _cleanup_(mount_records_done) MountRecords m = {};
 
-        /* A torn write cannot happen (rename), but a damaged file must still load. */
+        /* A torn write cannot happen (rename), but a damaged file must still load. Lines without
+         * "diskseq=" are those of an earlier version: unbound, found by no diskseq. */
         tree_put(dir, "overrides",
-                 "loop0 on\nsda off force\nloop1 sideways\n../x on\nzram0 auto force\nloop0 o");
+                 "# comment\ndiskseq=12 loop0 on\ndiskseq=13 sda off force\nloop1 sideways\n"
+                 "diskseq=14 ../x on\ndiskseq=0 zram1 on\ndiskseq=x zram2 on\ndiskseq=15zram3 on\n"
+                 "diskseq=-16 zram4 on\nzram0 auto force\ndiskseq=17 loop0 o");
         CHECK_INT(state_load_overrides(dir, &o), 0);
         CHECK_INT(o.n, 3);
-        CHECK(runtime_overrides_find(&o, "loop0") &&
-              runtime_overrides_find(&o, "loop0")->setting == SETTING_ON);
-        CHECK(runtime_overrides_find(&o, "sda") && runtime_overrides_find(&o, "sda")->force);
-        CHECK(runtime_overrides_find(&o, "zram0") != NULL);
+        CHECK(runtime_overrides_find(&o, 12) && runtime_overrides_find(&o, 12)->setting == SETTING_ON);
+        CHECK_STR(runtime_overrides_find(&o, 12)->disk, "loop0");
+        CHECK(runtime_overrides_find(&o, 13) && runtime_overrides_find(&o, 13)->force);
+        CHECK(!runtime_overrides_find(&o, 0));
+        bool legacy = false;
+        for (size_t i = 0; i < o.n; i++)
+                legacy = legacy || (o.items[i].diskseq == 0 && streq(o.items[i].disk, "zram0") &&
+                                    o.items[i].setting == SETTING_AUTO && o.items[i].force);
+        CHECK(legacy);
 
         tree_put(dir, "mounts",
                  "36 7:0 7:0 1 observed 1 2 3 ext4 /mnt/a\\040b\n37 7:0 7:0 1 observed 1 2\n"
@@ -97,17 +105,85 @@ static void test_overrides_atomic(void) {
         _cleanup_(runtime_overrides_done) RuntimeOverrides o = {}, back = {};
         _cleanup_free_ char *tmp = strdup_printf("overrides.tmp.%d", 99999);
 
-        CHECK_INT(runtime_overrides_set(&o, "loop3", SETTING_OFF, false), 0);
-        CHECK_INT(runtime_overrides_set(&o, "sdb", SETTING_AUTO, true), 0);
-        CHECK_INT(runtime_overrides_set(&o, "../etc", SETTING_ON, false), -EINVAL);
+        CHECK_INT(runtime_overrides_set(&o, 3, "loop3", SETTING_OFF, false), 0);
+        CHECK_INT(runtime_overrides_set(&o, 9, "sdb", SETTING_AUTO, true), 0);
+        CHECK_INT(runtime_overrides_set(&o, 0, "sdc", SETTING_ON, false), 0); /* unbound: kept as it is */
+        CHECK_INT(runtime_overrides_set(&o, 4, "../etc", SETTING_ON, false), -EINVAL);
         CHECK_INT(state_save_overrides(dir, &o), 0);
         /* What a write killed before its rename leaves behind is not read. */
         tree_put(dir, tmp, "loop3 o");
         CHECK_INT(state_load_overrides(dir, &back), 0);
-        CHECK_INT(back.n, 2);
-        CHECK(runtime_overrides_find(&back, "loop3") &&
-              runtime_overrides_find(&back, "loop3")->setting == SETTING_OFF);
-        CHECK(runtime_overrides_find(&back, "sdb") && runtime_overrides_find(&back, "sdb")->force);
+        CHECK_INT(back.n, 3);
+        CHECK(runtime_overrides_find(&back, 3) && runtime_overrides_find(&back, 3)->setting == SETTING_OFF);
+        CHECK(runtime_overrides_find(&back, 9) && runtime_overrides_find(&back, 9)->force);
+        CHECK_STR(runtime_overrides_find(&back, 9)->disk, "sdb");
+        /* One entry per disk: a new word replaces the old one, auto without force removes it. */
+        CHECK_INT(runtime_overrides_set(&back, 3, "loop3", SETTING_ON, true), 0);
+        CHECK_INT(back.n, 3);
+        CHECK(runtime_overrides_find(&back, 3)->force);
+        CHECK_INT(runtime_overrides_remove(&back, 3, "loop3"), 1);
+        CHECK_INT(runtime_overrides_remove(&back, 3, "loop3"), 0);
+        CHECK_INT(runtime_overrides_set(&back, 9, "sdb", SETTING_AUTO, false), 0);
+        CHECK_INT(back.n, 1);
+        CHECK_INT(runtime_overrides_remove(&back, 0, "sdc"), 1);
+}
+
+/* An override belongs to its disk: when the disk goes, it goes, even when another disk takes
+ * the name; an entry of an earlier version is bound to the disk of its name, once. */
+static void test_overrides_follow_disk(void) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides o = {};
+        _cleanup_strv_free_ char **changes = NULL;
+        DeviceFacts disks[] = {
+                { .name = (char *) "zram0", .diskseq = 20 }, /* a new zram0 */
+                { .name = (char *) "loop1", .diskseq = 31 },
+                { .name = (char *) "sdc", .diskseq = 0 }, /* diskseq unreadable */
+                { .name = (char *) "vdb", .diskseq = 40 },
+        };
+        DeviceTable t = { .devices = disks, .n = ELEMENTSOF(disks) };
+
+        CHECK_INT(runtime_overrides_set(&o, 10, "zram0", SETTING_OFF, true), 0);
+        CHECK_INT(runtime_overrides_set(&o, 31, "loop1", SETTING_ON, false), 0);
+        CHECK_INT(runtime_overrides_set(&o, 7, "sdc", SETTING_ON, false), 0);
+        CHECK_INT(runtime_overrides_set(&o, 8, "sdq", SETTING_ON, false), 0);
+        CHECK_INT(runtime_overrides_set(&o, 0, "loop1", SETTING_OFF, false), 0);
+        CHECK_INT(runtime_overrides_set(&o, 0, "vdb", SETTING_OFF, true), 0);
+        CHECK_INT(runtime_overrides_set(&o, 0, "nvme0n1", SETTING_ON, false), 0);
+        CHECK_INT(runtime_overrides_set(&o, 0, "sdc", SETTING_ON, false), 0);
+
+        /* Before: the new zram0 (diskseq 20) gets nothing of the old one's (10) off --force. */
+        CHECK(!runtime_overrides_find(&o, 20));
+
+        CHECK_INT(runtime_overrides_update(&o, &t, &changes), 1);
+        CHECK_INT(o.n, 3);
+        CHECK(!runtime_overrides_find(&o, 10) && !runtime_overrides_find(&o, 20));
+        CHECK(runtime_overrides_find(&o, 31) && runtime_overrides_find(&o, 31)->setting == SETTING_ON);
+        CHECK(runtime_overrides_find(&o, 7));
+        CHECK(runtime_overrides_find(&o, 40) && runtime_overrides_find(&o, 40)->force);
+        CHECK_INT(strv_length(changes), 6);
+        if (strv_length(changes) == 6) {
+                CHECK_STR(changes[0], "zram0: runtime override off (force) dropped: the disk it was set on "
+                                      "(diskseq 10) is gone; zram0 is another disk now (diskseq 20)");
+                CHECK_CONTAINS(changes[1],
+                               "sdq: runtime override on dropped: the disk it was set on (diskseq "
+                               "8) is gone");
+                CHECK_CONTAINS(changes[2], "loop1: runtime override off, written by an earlier version and "
+                                           "keyed by the kernel name only, dropped: that disk has a newer "
+                                           "override");
+                CHECK_CONTAINS(changes[3],
+                               "vdb: runtime override off (force), written by an earlier version "
+                               "and keyed by the kernel name only, is now bound to the disk of "
+                               "that name (diskseq 40)");
+                CHECK_CONTAINS(changes[4],
+                               "nvme0n1: runtime override on, written by an earlier version and "
+                               "keyed by the kernel name only, dropped: no disk has that name now");
+                CHECK_CONTAINS(changes[5], "dropped: the kernel gives that disk no diskseq to bind it to");
+        }
+
+        /* Nothing changed: nothing to say. */
+        strv_free(changes);
+        changes = NULL;
+        CHECK_INT(runtime_overrides_update(&o, &t, &changes), 0);
+        CHECK(!changes);
 }
 
 static void test_failed_write_keeps_old_file(void) {
@@ -115,11 +191,11 @@ static void test_failed_write_keeps_old_file(void) {
         _cleanup_free_ char *tmp_suffix = strdup_printf("/overrides.tmp.%d", (int) getpid());
         _cleanup_free_ char *tmp_path = strdup_printf("%s%s", dir, tmp_suffix);
 
-        CHECK_INT(runtime_overrides_set(&a, "loop1", SETTING_ON, false), 0);
+        CHECK_INT(runtime_overrides_set(&a, 1, "loop1", SETTING_ON, false), 0);
         CHECK_INT(state_save_overrides(dir, &a), 0);
         for (int i = 0; i < 50; i++) {
                 _cleanup_free_ char *name = strdup_printf("loop%d", 100 + i);
-                CHECK_INT(runtime_overrides_set(&b, name, SETTING_OFF, true), 0);
+                CHECK_INT(runtime_overrides_set(&b, 100 + i, name, SETTING_OFF, true), 0);
         }
         /* The new content is written to a temporary file, which fails: the old file stays
          * as it was, and the temporary file is removed. A write in place would not touch
@@ -131,7 +207,7 @@ static void test_failed_write_keeps_old_file(void) {
         CHECK(access(tmp_path, F_OK) < 0 && errno == ENOENT);
         CHECK_INT(state_load_overrides(dir, &back), 0);
         CHECK_INT(back.n, 1);
-        CHECK(runtime_overrides_find(&back, "loop1") != NULL);
+        CHECK(runtime_overrides_find(&back, 1) != NULL);
 }
 
 static void test_original(void) {
@@ -178,6 +254,7 @@ int main(void) {
         test_mount_records_round_trip();
         test_damaged_files();
         test_overrides_atomic();
+        test_overrides_follow_disk();
         test_failed_write_keeps_old_file();
         test_original();
         test_stale_temp_files();

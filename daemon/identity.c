@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <inttypes.h>
+
+#include "identity.h"
+#include "util.h"
+
+/* The order of stable identities, most stable first (identity.h says why). */
+static const struct {
+        const char *label, *key;
+        DeviceKind only; /* the kind of disk it is for, _DEVICE_KIND_MAX for any */
+} stable_keys[] = {
+        { "wwn", "ID_WWN_WITH_EXTENSION", _DEVICE_KIND_MAX },
+        { "wwn", "ID_WWN", _DEVICE_KIND_MAX },
+        { "serial", "ID_SERIAL", _DEVICE_KIND_MAX },
+        /* A member of an md array or a partition holding a dm table carries the same UUID
+         * in its udev properties: for the array or the dm device only. */
+        { "dm", "DM_UUID", DEVICE_KIND_DM },
+        { "md", "MD_UUID", DEVICE_KIND_MD },
+        { "loop", MATCH_KEY_LOOP_BACKING_FILE, DEVICE_KIND_LOOP },
+        { "path", "ID_PATH", _DEVICE_KIND_MAX },
+};
+
+DeviceIdentity device_identity_of(const DeviceFacts *f) {
+        return (DeviceIdentity){ .name = f->name,
+                                 .devnum = f->devnum,
+                                 .properties = f->properties,
+                                 .loop_backing_file =
+                                         f->kind == DEVICE_KIND_LOOP ? f->loop_backing_file : NULL };
+}
+
+void stable_id_done(StableId *id) {
+        id->value = mfree(id->value);
+}
+
+char *stable_id_match_text(const StableId *id) {
+        size_t n = strlen(id->value ?: "");
+        char *s = malloc((id->key ? strlen(id->key) + 1 : 0) + 2 * n + 1), *w = s;
+
+        if (!s)
+                return NULL;
+        if (id->key)
+                w = stpcpy(stpcpy(w, id->key), "=");
+        for (const char *p = id->value ?: ""; *p; p++) {
+                if (strchr("*?[]\\", *p))
+                        *w++ = '\\';
+                *w++ = *p;
+        }
+        *w = '\0';
+        return s;
+}
+
+/* FNV-1a, 64 bits: names a drop-in whose identity is too long for a file name. */
+static uint64_t hash64(const char *s) {
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                h = (h ^ *p) * UINT64_C(1099511628211);
+        return h;
+}
+
+char *stable_id_dropin_name(const StableId *id) {
+        const size_t keep = 150; /* escaped bytes of the value kept in the name */
+        const char *v = id->value ?: "";
+        char *esc = malloc(3 * strlen(v) + 1), *w = esc;
+
+        if (!esc)
+                return NULL;
+        for (const unsigned char *p = (const unsigned char *) v; *p; p++)
+                if (isalnum(*p) || strchr("._:+-", *p))
+                        *w++ = (char) *p;
+                else
+                        w += sprintf(w, "%%%02X", *p);
+        *w = '\0';
+        char *name = (size_t) (w - esc) <= keep
+                             ? strdup_printf(DROPIN_PREFIX "%s-%s.conf", id->label, esc)
+                             : strdup_printf(DROPIN_PREFIX "%s-%.*s~%016" PRIx64 ".conf", id->label,
+                                             (int) (keep - (esc[keep - 1] == '%'   ? 1
+                                                            : esc[keep - 2] == '%' ? 2
+                                                                                   : 0)),
+                                             esc, hash64(v));
+        free(esc);
+        return name;
+}
+
+char *stable_id_dropin_text(const StableId *id, const char *disk, Setting setting, bool force) {
+        _cleanup_free_ char *match = stable_id_match_text(id);
+        if (!match)
+                return NULL;
+        return strdup_printf("# Written by stablepagesctl set %s %s%s%s; removed by stablepagesctl reset.\n"
+                             "# Bound to the disk's %s, not to its kernel name.\n"
+                             "[Device %s]\nStableWrites=%s\n%s",
+                             disk, setting_to_string(setting), force ? " --force" : "",
+                             id->key ? "" : " --bind=name",
+                             id->key ? "identity" : "kernel name (on purpose)", match,
+                             setting_to_string(setting), force ? "Force=yes\n" : "");
+}
+
+/* Parses the drop-in for id (through the configuration parser, as the daemon will read it)
+ * and checks that its section matches f and no other disk of t. Returns 0, -EINVAL with
+ * *ret_problem when it does not, or -ENOMEM. */
+static int stable_id_check(const StableId *id, const DeviceFacts *f, const DeviceTable *t,
+                           char **ret_problem) {
+        _cleanup_(config_done) Config c = {};
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_free_ char *text = stable_id_dropin_text(id, f->name, SETTING_ON, false);
+        DeviceIdentity mine = device_identity_of(f);
+        int r;
+
+        *ret_problem = NULL;
+        if (!text)
+                return -ENOMEM;
+        r = config_init_defaults(&c);
+        if (r >= 0)
+                r = config_parse_buffer(&c, "drop-in", text, strlen(text), &diags);
+        if (r < 0)
+                return r;
+        if (diags.n > 0 || c.n_rules != 1 || !device_match_test(&c.rules[0].match, &mine)) {
+                *ret_problem = strdup_printf("cannot be written in a [Device] section (%s)",
+                                             diags.n > 0 ? diags.items[0].message : "it would not match");
+                return *ret_problem ? -EINVAL : -ENOMEM;
+        }
+        for (size_t i = 0; t && i < t->n; i++) {
+                DeviceIdentity other = device_identity_of(&t->devices[i]);
+                if (t->devices[i].devnum == f->devnum || !device_match_test(&c.rules[0].match, &other))
+                        continue;
+                *ret_problem = strdup_printf("is shared by %s", t->devices[i].name);
+                return *ret_problem ? -EINVAL : -ENOMEM;
+        }
+        return 0;
+}
+
+int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, bool by_name, StableId *ret, char **ret_why) {
+        _cleanup_strv_free_ char **problems = NULL;
+        int r;
+
+        if (by_name) {
+                char *v = strdup(f->name);
+                if (!v)
+                        return -ENOMEM;
+                *ret = (StableId){ .label = "name", .value = v };
+                return 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(stable_keys); i++) {
+                _cleanup_free_ char *problem = NULL;
+                const char *v;
+
+                if (stable_keys[i].only != _DEVICE_KIND_MAX && stable_keys[i].only != f->kind)
+                        continue;
+                v = streq(stable_keys[i].key, MATCH_KEY_LOOP_BACKING_FILE)
+                            ? f->loop_backing_file
+                            : device_facts_property(f, stable_keys[i].key);
+                if (isempty(v))
+                        continue;
+                StableId id = { .label = stable_keys[i].label,
+                                .key = stable_keys[i].key,
+                                .value = strdup(v) };
+                if (!id.value)
+                        return -ENOMEM;
+                r = stable_id_check(&id, f, t, &problem);
+                if (r == 0) {
+                        *ret = id;
+                        return 0;
+                }
+                stable_id_done(&id);
+                if (r != -EINVAL || strv_extendf(&problems, "%s=%s %s", stable_keys[i].key, v, problem) < 0)
+                        return -ENOMEM;
+        }
+        if (ret_why) {
+                _cleanup_free_ char *details = NULL;
+                size_t size = 0;
+                FILE *m = open_memstream(&details, &size);
+                if (!m)
+                        return -ENOMEM;
+                STRV_FOREACH (p, problems)
+                        fprintf(m, "; %s", *p);
+                if (fclose(m) != 0)
+                        return -ENOMEM;
+                *ret_why =
+                        strdup_printf("no stable identity to bind a persistent override to (none of ID_WWN, "
+                                      "ID_SERIAL, DM_UUID, MD_UUID, a loop backing file or ID_PATH is "
+                                      "usable%s%s)",
+                                      problems ? ": " : "", problems ? details + 2 : "");
+                if (!*ret_why)
+                        return -ENOMEM;
+        }
+        return -ENXIO;
+}
+
+bool dropin_is_ours(const char *path) {
+        const char *base = strrchr(path, '/');
+        size_t n;
+
+        base = base ? base + 1 : path;
+        n = strlen(base);
+        return startswith(base, DROPIN_PREFIX) && n > strlen(DROPIN_PREFIX) + 5 &&
+               streq(base + n - 5, ".conf");
+}
+
+int dropins_matching(const char *dir, const DeviceIdentity *id, char ***ret_paths) {
+        _cleanup_strv_free_ char **paths = NULL;
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d && errno != ENOENT)
+                return -errno;
+        while (d && (errno = 0, de = readdir(d))) {
+                _cleanup_(config_done) Config c = {};
+                _cleanup_(config_diags_done) ConfigDiags diags = {};
+                _cleanup_free_ char *p = NULL;
+
+                if (!dropin_is_ours(de->d_name))
+                        continue;
+                p = path_join(dir, de->d_name);
+                if (!p || config_init_defaults(&c) < 0 || config_parse_file(&c, p, &diags) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                for (size_t i = 0; i < c.n_rules; i++)
+                        if (device_match_test(&c.rules[i].match, id)) {
+                                r = strv_extend(&paths, p);
+                                break;
+                        }
+                if (r < 0)
+                        break;
+        }
+        if (d && r == 0 && errno != 0)
+                r = -errno;
+        if (d)
+                closedir(d);
+        if (r < 0)
+                return r;
+        strv_sort(paths);
+        *ret_paths = TAKE_PTR(paths);
+        return (int) strv_length(*ret_paths);
+}

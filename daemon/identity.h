@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What a persistent override is bound to. A kernel name is not a disk: sdb is sdc after
+ * the next boot or replug, loop3 is whatever file was attached last, zram0 is whichever
+ * device was added first. So stablepagesctl set binds a persistent override to the first
+ * stable identity the disk has, in this order:
+ *
+ *   ID_WWN_WITH_EXTENSION, ID_WWN  the World Wide Name the device reports (what
+ *                                  /dev/disk/by-id/wwn-* uses): globally unique, follows
+ *                                  the disk to any port, controller or machine;
+ *   ID_SERIAL                      vendor, model and serial: unique in practice, though
+ *                                  some USB bridges report the same serial for every disk;
+ *   DM_UUID, MD_UUID               the UUID of a device-mapper device or md array;
+ *   LOOP_BACKING_FILE              a loop device is its backing file (the number is
+ *                                  whatever was free when it was attached);
+ *   ID_PATH                        where the disk is plugged (by-path): stable for the
+ *                                  slot, so a different disk in that slot matches; last.
+ *
+ * An identity another present disk shares is skipped (two paths to one LUN, cloned
+ * serials), and so is one that a [Device] header cannot hold. A disk with none gets no
+ * persistent override unless the administrator binds it to the kernel name on purpose.
+ * The drop-in is named after the identity, so that two disks never share one. Pure: facts
+ * and files in, no D-Bus, no event loop. */
+
+#include "config.h"
+#include "device.h"
+
+/* Drop-ins written by stablepagesctl: DROPIN_PREFIX "<label>-<value>.conf" (and, written by
+ * earlier versions, DROPIN_PREFIX "<kernel name>.conf"). */
+#define DROPIN_PREFIX "90-stablepagesctl-"
+
+typedef struct StableId {
+        const char *label; /* "wwn", "serial", "dm", "md", "loop", "path" or "name": in the file name */
+        const char *key;   /* the match key ("ID_SERIAL", MATCH_KEY_LOOP_BACKING_FILE…), NULL for
+                            * the kernel name */
+        char *value;
+} StableId;
+
+/* What the matches of config.h test about f (pointers into f). */
+DeviceIdentity device_identity_of(const DeviceFacts *f);
+
+/* Picks what a persistent override of f binds to (see above); the kernel name when by_name.
+ * Returns 0, -ENXIO when f has no usable identity (*ret_why, when not NULL, then says "no
+ * stable identity …" with what was found and why none could be used), or -ENOMEM. */
+int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, bool by_name, StableId *ret, char **ret_why);
+
+void stable_id_done(StableId *id);
+
+/* The text between "[Device " and "]" that matches exactly id's value (glob characters
+ * escaped). New string. */
+char *stable_id_match_text(const StableId *id);
+
+/* The drop-in file name of id: DROPIN_PREFIX "<label>-<value>.conf", bytes other than
+ * [A-Za-z0-9._:+-] as %XX, a long value cut and followed by a hash of the whole. New string. */
+char *stable_id_dropin_name(const StableId *id);
+
+/* The content of that drop-in for disk (its kernel name now, for the comment). New string. */
+char *stable_id_dropin_text(const StableId *id, const char *disk, Setting setting, bool force);
+
+/* True when the file name (or path) is a drop-in written by stablepagesctl. */
+bool dropin_is_ours(const char *path);
+
+/* The paths of the drop-ins of stablepagesctl in dir with a [Device] section that matches id,
+ * sorted. A missing dir has none. Returns the number or -errno. */
+int dropins_matching(const char *dir, const DeviceIdentity *id, char ***ret_paths);

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "identity.h"
+#include "log.h"
+#include "overrides.h"
+#include "util.h"
+
+/* Reloads after the drop-ins changed; on errors elsewhere in the configuration, *ret_message
+ * names the first one. Returns 0, -EINVAL or -errno. */
+static int reload_after(Manager *m, const char *disk, char **ret_message) {
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        int r = manager_reload(m, &diags);
+
+        if (r == -EINVAL) {
+                const ConfigDiag *first = NULL;
+                for (size_t i = 0; !first && i < diags.n; i++)
+                        if (diags.items[i].level == DIAG_ERROR)
+                                first = &diags.items[i];
+                *ret_message = strdup_printf(
+                        "%s: the configuration has errors and was not reloaded: %s:%u: %s", disk,
+                        first ? first->file : "?", first ? first->line : 0, first ? first->message : "?");
+                return *ret_message ? -EINVAL : -ENOMEM;
+        }
+        return r;
+}
+
+/* Removes the drop-ins at paths (except keep), appending "removed|replaced PATH" to *log. */
+static int remove_dropins(char *const *paths, const char *keep, const char *disk, const char *verb,
+                          char ***log, char **ret_message) {
+        STRV_FOREACH (p, paths) {
+                if (keep && streq(*p, keep))
+                        continue;
+                if (unlink(*p) < 0 && errno != ENOENT) {
+                        int r = -errno;
+                        *ret_message = strdup_printf("%s: cannot remove %s: %s", disk, *p, strerror(-r));
+                        return *ret_message ? r : -ENOMEM;
+                }
+                log_info("%s: %s the persistent override %s.", disk, verb, *p);
+                if (strv_extendf(log, "%s persistent override %s", verb, *p) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int manager_set_persistent(Manager *m, const char *name, Setting setting, bool force, bool by_name,
+                           char **ret_message) {
+        _cleanup_strv_free_ char **existing = NULL, **changes = NULL;
+        _cleanup_free_ char *disk = NULL, *why = NULL, *file = NULL, *path = NULL, *text = NULL,
+                            *match = NULL;
+        _cleanup_(stable_id_done) StableId id = {};
+        Engine *e = &m->engine;
+        EngineDevice *d;
+        int r;
+
+        *ret_message = NULL;
+        d = manager_find_device(m, name);
+        if (!d)
+                return -ENODEV;
+        disk = strdup(d->facts->name);
+        DeviceIdentity ident = device_identity_of(d->facts);
+        if (!disk)
+                return -ENOMEM;
+        r = dropins_matching(e->dropin_dir, &ident, &existing);
+        if (r < 0) {
+                *ret_message = strdup_printf("%s: cannot read %s: %s", disk, e->dropin_dir, strerror(-r));
+                return *ret_message ? r : -ENOMEM;
+        }
+
+        if (setting == SETTING_AUTO && !force) {
+                r = remove_dropins(existing, NULL, disk, "removed", &changes, ret_message);
+        } else {
+                r = stable_id_pick(d->facts, &e->table, by_name, &id, &why);
+                if (r == -ENXIO) {
+                        *ret_message =
+                                strdup_printf("%s: %s; use --runtime for an override of this disk until "
+                                              "it goes away, or --bind=name to bind it to the kernel "
+                                              "name %s on purpose",
+                                              disk, why, disk);
+                        return *ret_message ? -ENXIO : -ENOMEM;
+                }
+                if (r < 0)
+                        return r;
+                file = stable_id_dropin_name(&id);
+                path = file ? path_join(e->dropin_dir, file) : NULL;
+                text = stable_id_dropin_text(&id, disk, setting, force);
+                match = stable_id_match_text(&id);
+                if (!path || !text || !match)
+                        return -ENOMEM;
+                /* Another disk's drop-in under this name (a hash collision, a hand edit): keep it. */
+                if (access(path, F_OK) == 0 && !strv_contains(existing, path)) {
+                        *ret_message = strdup_printf("%s: %s exists and does not match this disk: not "
+                                                     "overwriting another disk's override",
+                                                     disk, path);
+                        return *ret_message ? -EEXIST : -ENOMEM;
+                }
+                r = mkdir_p(e->dropin_dir, 0755);
+                if (r >= 0)
+                        r = write_file_atomic(path, text, strlen(text), 0644);
+                if (r < 0) {
+                        *ret_message = strdup_printf("%s: cannot write %s: %s", disk, path, strerror(-r));
+                        return *ret_message ? r : -ENOMEM;
+                }
+                log_info("%s: persistent override StableWrites=%s%s bound to [Device %s], written to %s.",
+                         disk, setting_to_string(setting), force ? " (force)" : "", match, path);
+                if (strv_extendf(&changes, "bound to [Device %s] in %s", match, path) < 0)
+                        return -ENOMEM;
+                /* One override per disk: the older ones would still match it, and the
+                 * lexical order of the files, not their age, would decide. */
+                r = remove_dropins(existing, path, disk, "replaced", &changes, ret_message);
+        }
+        if (r < 0)
+                return r;
+
+        /* A runtime override would shadow it: the newer word wins. */
+        _cleanup_free_ char *runtime = NULL;
+        r = manager_reset_override(m, disk, &runtime);
+        if (r < 0)
+                return r;
+        if (runtime && strv_extendf(&changes, "removed the %s", runtime) < 0)
+                return -ENOMEM;
+        r = reload_after(m, disk, ret_message);
+        if (r < 0)
+                return r;
+
+        size_t size = 0;
+        FILE *f = open_memstream(ret_message, &size);
+        if (!f)
+                return -ENOMEM;
+        STRV_FOREACH (c, changes)
+                fprintf(f, "%s%s", c == changes ? "" : "; ", *c);
+        if (!changes)
+                fputs("there was no persistent override to remove", f);
+        return fclose(f) == 0 ? 0 : -ENOMEM;
+}
+
+int manager_reset_overrides(Manager *m, const char *name, bool runtime_only, char ***ret_removed,
+                            char **ret_message) {
+        _cleanup_strv_free_ char **files = NULL, **removed = NULL;
+        _cleanup_free_ char *disk = NULL, *runtime = NULL;
+        EngineDevice *d;
+        int r;
+
+        *ret_removed = NULL;
+        *ret_message = NULL;
+        d = manager_find_device(m, name);
+        if (!d)
+                return -ENODEV;
+        disk = strdup(d->facts->name);
+        DeviceIdentity ident = device_identity_of(d->facts);
+        if (!disk)
+                return -ENOMEM;
+        if (!runtime_only) {
+                r = dropins_matching(m->engine.dropin_dir, &ident, &files);
+                if (r < 0) {
+                        *ret_message = strdup_printf("%s: cannot read %s: %s", disk, m->engine.dropin_dir,
+                                                     strerror(-r));
+                        return *ret_message ? r : -ENOMEM;
+                }
+                r = remove_dropins(files, NULL, disk, "removed", &removed, ret_message);
+                if (r < 0)
+                        return r;
+        }
+        r = manager_reset_override(m, disk, &runtime);
+        if (r < 0)
+                return r;
+        if (runtime && strv_extendf(&removed, "removed the %s", runtime) < 0)
+                return -ENOMEM;
+        if (files) {
+                r = reload_after(m, disk, ret_message);
+                if (r < 0)
+                        return r;
+        }
+        *ret_removed = TAKE_PTR(removed);
+        return 0;
+}
