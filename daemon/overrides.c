@@ -41,6 +41,33 @@ static int remove_dropins(char *const *paths, const char *keep, const char *disk
         return 0;
 }
 
+/* The disk of name (*ret_d, when not NULL: valid until the next reconcile; its kernel name in
+ * *ret_disk) and, when ret_paths is not NULL, the drop-ins of stablepagesctl that match it.
+ * Returns 0, -ENODEV, or -errno with *ret_message. */
+static int disk_dropins(Manager *m, const char *name, EngineDevice **ret_d, char **ret_disk,
+                        char ***ret_paths, char **ret_message) {
+        EngineDevice *d = manager_find_device(m, name);
+        int r;
+
+        *ret_message = NULL;
+        if (!d)
+                return -ENODEV;
+        DeviceIdentity ident = device_identity_of(d->facts);
+        _cleanup_free_ char *disk = strdup(d->facts->name);
+        if (!disk)
+                return -ENOMEM;
+        r = ret_paths ? dropins_matching(m->engine.dropin_dir, &ident, ret_paths) : 0;
+        if (r < 0) {
+                *ret_message =
+                        strdup_printf("%s: cannot read %s: %s", disk, m->engine.dropin_dir, strerror(-r));
+                return *ret_message ? r : -ENOMEM;
+        }
+        if (ret_d)
+                *ret_d = d;
+        *ret_disk = TAKE_PTR(disk);
+        return 0;
+}
+
 int manager_set_persistent(Manager *m, const char *name, Setting setting, bool force, bool by_name,
                            char **ret_message) {
         _cleanup_strv_free_ char **existing = NULL, **changes = NULL;
@@ -51,19 +78,9 @@ int manager_set_persistent(Manager *m, const char *name, Setting setting, bool f
         EngineDevice *d;
         int r;
 
-        *ret_message = NULL;
-        d = manager_find_device(m, name);
-        if (!d)
-                return -ENODEV;
-        disk = strdup(d->facts->name);
-        DeviceIdentity ident = device_identity_of(d->facts);
-        if (!disk)
-                return -ENOMEM;
-        r = dropins_matching(e->dropin_dir, &ident, &existing);
-        if (r < 0) {
-                *ret_message = strdup_printf("%s: cannot read %s: %s", disk, e->dropin_dir, strerror(-r));
-                return *ret_message ? r : -ENOMEM;
-        }
+        r = disk_dropins(m, name, &d, &disk, &existing, ret_message);
+        if (r < 0)
+                return r;
 
         if (setting == SETTING_AUTO && !force) {
                 r = remove_dropins(existing, NULL, disk, "removed", &changes, ret_message);
@@ -136,29 +153,14 @@ int manager_reset_overrides(Manager *m, const char *name, bool runtime_only, cha
                             char **ret_message) {
         _cleanup_strv_free_ char **files = NULL, **removed = NULL;
         _cleanup_free_ char *disk = NULL, *runtime = NULL;
-        EngineDevice *d;
         int r;
 
         *ret_removed = NULL;
-        *ret_message = NULL;
-        d = manager_find_device(m, name);
-        if (!d)
-                return -ENODEV;
-        disk = strdup(d->facts->name);
-        DeviceIdentity ident = device_identity_of(d->facts);
-        if (!disk)
-                return -ENOMEM;
-        if (!runtime_only) {
-                r = dropins_matching(m->engine.dropin_dir, &ident, &files);
-                if (r < 0) {
-                        *ret_message = strdup_printf("%s: cannot read %s: %s", disk, m->engine.dropin_dir,
-                                                     strerror(-r));
-                        return *ret_message ? r : -ENOMEM;
-                }
+        r = disk_dropins(m, name, NULL, &disk, runtime_only ? NULL : &files, ret_message);
+        if (r >= 0)
                 r = remove_dropins(files, NULL, disk, "removed", &removed, ret_message);
-                if (r < 0)
-                        return r;
-        }
+        if (r < 0)
+                return r;
         r = manager_reset_override(m, disk, &runtime);
         if (r < 0)
                 return r;
