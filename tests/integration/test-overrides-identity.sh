@@ -20,7 +20,8 @@
 #    own --udev-data-dir, written as udevd writes /run/udev/data: no udevd runs here) make
 #    two loop devices two serial disks A and B. A at loopP gets "set off"; A moves to loopQ,
 #    B takes loopP: B reads 1, A reads 0 (applier and daemon); "set loopP on" for B writes B's
-#    own drop-in and leaves A's byte for byte; reset of a disk without override exits 1.
+#    own drop-in, replaces the one an earlier version wrote for B under its old kernel name,
+#    and leaves A's byte for byte; reset of a disk without override exits 1.
 # 4. A disk with no stable identity (zram): a persistent set is refused, exit 1, and says
 #    what to do; --bind=name binds it to the kernel name on purpose; --bind=name --runtime
 #    is a usage error (exit 2).
@@ -234,8 +235,15 @@ run out apply_now "$l3" "$l4"
 sp_wait_for 2000 "the daemon's view of A on $l4" dev_is "$l4" .override.bound_to "ID_SERIAL=SP_TEST_DISK_A_$$" >/dev/null
 sp_wait_for 2000 "the daemon's view of B on $l3" dev_is "$l3" .override.bound_to "kernel name $l3" >/dev/null
 { sp_flag_is "$l3" 1 && sp_flag_is "$l4" 0; } || sp_fail "after the daemon ran: $l3=$(sp_flag "$l3") $l4=$(sp_flag "$l4")"
+# An earlier version named its drop-in after the kernel name B had then (loopN4): set
+# replaces it, says so, and leaves A's alone.
+legacyB="$SP_ETC/stablepages.conf.d/90-stablepagesctl-$l4.conf"
+printf '# Written by stablepagesctl set %s off; removed by stablepagesctl reset.\n[Device ID_SERIAL=SP_TEST_DISK_B_%s]\nStableWrites=off\n' \
+        "$l4" "$$" >"$legacyB"
 run out ctl set "$l3" on --apply
 { [ $rc -eq 0 ] && sp_flag_is "$l3" 1; } || sp_fail "set $l3 (disk B) on: rc=$rc: $out"
+{ grep -q "replaced persistent override $legacyB" <<<"$out" && [ ! -e "$legacyB" ]; } ||
+        sp_fail "set for disk B did not replace the drop-in an earlier version wrote for it: $out"
 [ "$(md5sum <"$dropSA")" = "$sumA" ] || sp_fail "set for disk B changed disk A's drop-in"
 grep -qx "\\[Device ID_SERIAL=SP_TEST_DISK_B_$$\\]" "$SP_ETC/stablepages.conf.d/90-stablepagesctl-serial-SP_TEST_DISK_B_$$.conf" ||
         sp_fail "no drop-in of its own for disk B: $(ls "$SP_ETC/stablepages.conf.d")"
