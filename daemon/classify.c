@@ -366,17 +366,27 @@ static int classify_one(Classifier *c, size_t i) {
 }
 
 int classify_table(const DeviceTable *t, unsigned kernel, Classification *ret) {
+        memset(ret, 0, sizeof(Classification) * t->n);
+        return classify_devices(t, kernel, NULL, ret);
+}
+
+int classify_devices(const DeviceTable *t, unsigned kernel, const bool *redo, Classification *results) {
         _cleanup_free_ Mark *marks = calloc(t->n + 1, sizeof(Mark));
-        Classifier c = { .table = t, .kernel = kernel, .results = ret, .marks = marks };
+        Classifier c = { .table = t, .kernel = kernel, .results = results, .marks = marks };
 
         if (!marks)
                 return -ENOMEM;
-        memset(ret, 0, sizeof(Classification) * t->n);
+        for (size_t i = 0; i < t->n; i++)
+                if (redo && !redo[i])
+                        marks[i] = MARK_DONE; /* results[i] is what it was */
+                else
+                        results[i] = (Classification){};
         for (size_t i = 0; i < t->n; i++) {
                 int r = classify_one(&c, i);
                 if (r < 0) {
                         for (size_t j = 0; j < t->n; j++)
-                                classification_done(&ret[j]);
+                                if (!redo || redo[j])
+                                        classification_done(&results[j]);
                         return r;
                 }
         }

@@ -29,6 +29,12 @@ typedef struct Classification {
  * KERNEL_VERSION(major, minor, patch) of the kernel the facts come from. Returns 0 or -ENOMEM. */
 int classify_table(const DeviceTable *t, unsigned kernel, Classification *ret);
 
+/* Classifies the devices i of t with redo[i] (all when redo is NULL) into results[i]; the
+ * others' results[j] must hold their classification already and are only read (what a
+ * device stacked on them inherits). On failure the redone entries are freed and zeroed.
+ * Returns 0 or -ENOMEM. */
+int classify_devices(const DeviceTable *t, unsigned kernel, const bool *redo, Classification *results);
+
 void classification_done(Classification *c);
 
 /* True when stable writes are in force on a device with these facts on that kernel:

@@ -48,16 +48,21 @@ fail:
         return r;
 }
 
+/* Frees what was derived about d (not its facts) and zeroes it. */
+static void engine_device_done(EngineDevice *d) {
+        classification_done(&d->class);
+        policy_decision_done(&d->decision);
+        free(d->learned_key);
+        free(d->learned_reason);
+        free(d->need_problem);
+        free(d->override_binding);
+        free(d->override_source);
+        *d = (EngineDevice){};
+}
+
 static void engine_devices_free(Engine *e) {
-        for (size_t i = 0; e->devices && i < e->table.n; i++) {
-                classification_done(&e->devices[i].class);
-                policy_decision_done(&e->devices[i].decision);
-                free(e->devices[i].learned_key);
-                free(e->devices[i].learned_reason);
-                free(e->devices[i].need_problem);
-                free(e->devices[i].override_binding);
-                free(e->devices[i].override_source);
-        }
+        for (size_t i = 0; e->devices && i < e->table.n; i++)
+                engine_device_done(&e->devices[i]);
         e->devices = mfree(e->devices);
         device_table_done(&e->table);
 }
@@ -282,6 +287,157 @@ int engine_scan_for(Engine *e, char *const *disks) {
         if (r < 0)
                 engine_devices_free(e); /* never leave a half-built table behind */
         return r;
+}
+
+/* The index of disk name in e's table, or -1. The table is in kernel name order (the order
+ * of sysfs_list_dir), but compare as strcmp does to stay correct whatever the order. */
+static ssize_t engine_index(const Engine *e, const char *name) {
+        DeviceFacts *f = device_table_find(&e->table, name);
+        return f ? f - e->table.devices : -1;
+}
+
+/* Marks i and the disks it stacks on (slaves/, the disk under a dio loop's backing file),
+ * recursively, in set; down[] remembers which ones were walked. */
+static void mark_below(const Engine *e, bool *set, bool *down, size_t i) {
+        const DeviceFacts *f = &e->table.devices[i];
+
+        set[i] = true;
+        if (down[i])
+                return;
+        down[i] = true;
+        STRV_FOREACH (s, f->slaves) {
+                ssize_t j = engine_index(e, *s);
+                if (j >= 0)
+                        mark_below(e, set, down, (size_t) j);
+        }
+        if (f->kind == DEVICE_KIND_LOOP && f->loop_dio == 1 && f->loop_backing_devnum) {
+                const DeviceFacts *b = device_table_find_devnum(&e->table, f->loop_backing_devnum);
+                if (b && b != f)
+                        mark_below(e, set, down, (size_t) (b - e->table.devices));
+        }
+}
+
+/* Marks i and the disks stacked on it (holders/, dio loop devices whose backing file lives on
+ * it), recursively, in set; up[] remembers which ones were walked. */
+static void mark_above(const Engine *e, bool *set, bool *up, size_t i) {
+        const DeviceFacts *f = &e->table.devices[i];
+
+        set[i] = true;
+        if (up[i])
+                return;
+        up[i] = true;
+        STRV_FOREACH (h, f->holders) {
+                ssize_t j = engine_index(e, *h);
+                if (j >= 0)
+                        mark_above(e, set, up, (size_t) j);
+        }
+        for (size_t j = 0; j < e->table.n; j++) {
+                const DeviceFacts *l = &e->table.devices[j];
+                if (j != i && l->kind == DEVICE_KIND_LOOP && l->loop_dio == 1 && l->loop_backing_devnum &&
+                    device_table_find_devnum(&e->table, l->loop_backing_devnum) == f)
+                        mark_above(e, set, up, j);
+        }
+}
+
+/* True when every disk f names (slaves, holders) is in the table. */
+static bool facts_resolved(const Engine *e, const DeviceFacts *f) {
+        STRV_FOREACH (s, f->slaves)
+                if (engine_index(e, *s) < 0)
+                        return false;
+        STRV_FOREACH (h, f->holders)
+                if (engine_index(e, *h) < 0)
+                        return false;
+        return true;
+}
+
+int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
+        DeviceScanOptions so = {
+                .sysfs_root = e->sysfs_root,
+                .udev_data_dir = e->udev_data_dir,
+                .resolve_backing = e->resolve_backing,
+                .resolve_userdata = e->resolve_userdata,
+        };
+        size_t n = e->table.n;
+        _cleanup_free_ bool *set = calloc(n + 1, sizeof(bool)), *down = calloc(n + 1, sizeof(bool)),
+                            *up = calloc(n + 1, sizeof(bool)), *read = calloc(n + 1, sizeof(bool));
+        _cleanup_free_ Classification *classes = calloc(n + 1, sizeof(Classification));
+        bool grew;
+        int r;
+
+        if (!set || !down || !up || !read || !classes)
+                return -ENOMEM;
+        if (!e->devices)
+                return -ESTALE;
+        STRV_FOREACH (d, disks) {
+                ssize_t i = engine_index(e, *d);
+                if (i < 0)
+                        return -ESTALE; /* a disk we have not seen: a full scan adds it */
+                mark_below(e, set, down, (size_t) i);
+        }
+
+        /* What stacks on anything re-read may change with it: walk up from each, with the facts
+         * before and after the re-read (a stack may have been built or torn down), until no
+         * new disk joins. */
+        do {
+                grew = false;
+                for (size_t i = 0; i < n; i++)
+                        if (set[i] && down[i] && !up[i])
+                                mark_above(e, set, up, i);
+                for (size_t i = 0; i < n; i++) {
+                        DeviceFacts f;
+
+                        if (!set[i] || read[i])
+                                continue;
+                        r = device_facts_read(&so, e->table.devices[i].name, &f);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return -ESTALE; /* gone: a full scan removes it */
+                        if (f.devnum != e->table.devices[i].devnum ||
+                            f.diskseq != e->table.devices[i].diskseq || !facts_resolved(e, &f)) {
+                                device_facts_done(&f);
+                                return -ESTALE; /* another disk under that name, or a new one */
+                        }
+                        int v = state_read_original(e->runtime_dir, f.name, f.diskseq);
+                        if (v >= 0)
+                                f.declared_stable_writes = v;
+                        device_facts_done(&e->table.devices[i]);
+                        e->table.devices[i] = f;
+                        read[i] = true;
+                        grew = true;
+                        /* Its new facts may name other disks below or above it. */
+                        bool was_down = down[i], was_up = up[i];
+                        down[i] = up[i] = false;
+                        if (was_down)
+                                mark_below(e, set, down, i);
+                        if (was_up)
+                                mark_above(e, set, up, i);
+                }
+        } while (grew);
+
+        for (size_t i = 0; i < n; i++)
+                if (!set[i])
+                        classes[i] = e->devices[i].class; /* borrowed, read only */
+        r = classify_devices(&e->table, e->kernel, set, classes);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                if (!set[i])
+                        continue;
+                engine_device_done(&e->devices[i]);
+                e->devices[i].facts = &e->table.devices[i];
+                e->devices[i].class = classes[i];
+                classes[i] = (Classification){};
+        }
+        for (size_t i = 0; i < n; i++)
+                if (set[i]) {
+                        r = engine_decide(e, &e->devices[i]);
+                        if (r < 0)
+                                return r;
+                }
+        if (ret_redone)
+                *ret_redone = TAKE_PTR(set);
+        return 0;
 }
 
 EngineDevice *engine_find(Engine *e, const char *name) {
