@@ -21,28 +21,43 @@ static void snapshot_done(DeviceSnapshot *s) {
         free(s->need_problem);
 }
 
+/* The index of the first snapshot whose name is not below name (the array is sorted). */
+static size_t snapshot_position(const Manager *m, const char *name) {
+        size_t lo = 0, hi = m->n_snapshots;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (strcmp(m->snapshots[mid].name, name) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 static DeviceSnapshot *snapshot_find(Manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_snapshots; i++)
-                if (streq(m->snapshots[i].name, name))
-                        return &m->snapshots[i];
-        return NULL;
+        size_t i = snapshot_position(m, name);
+        return i < m->n_snapshots && streq(m->snapshots[i].name, name) ? &m->snapshots[i] : NULL;
 }
 
 /* The snapshot of f, created (as "never published") for a disk seen for the first time. */
 static DeviceSnapshot *snapshot_get(Manager *m, const DeviceFacts *f) {
-        DeviceSnapshot *s = snapshot_find(m, f->name);
-        if (s)
-                return s;
+        size_t i = snapshot_position(m, f->name);
+        DeviceSnapshot *s;
+
+        if (i < m->n_snapshots && streq(m->snapshots[i].name, f->name))
+                return &m->snapshots[i];
         s = realloc(m->snapshots, sizeof(DeviceSnapshot) * (m->n_snapshots + 1));
         if (!s)
                 return NULL;
         m->snapshots = s;
-        s = &s[m->n_snapshots];
-        *s = (DeviceSnapshot){ .name = strdup(f->name), .diskseq = f->diskseq, .flag = f->stable_writes };
-        if (!s->name)
+        _cleanup_free_ char *name = strdup(f->name);
+        if (!name)
                 return NULL;
+        memmove(&s[i + 1], &s[i], sizeof(DeviceSnapshot) * (m->n_snapshots - i));
+        s[i] = (DeviceSnapshot){ .name = TAKE_PTR(name), .diskseq = f->diskseq, .flag = f->stable_writes };
         m->n_snapshots++;
-        return s;
+        return &s[i];
 }
 
 static void emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
@@ -109,6 +124,30 @@ static int manager_update_overrides(Manager *m) {
         return bound;
 }
 
+/* Logs drift of d: a flag that moved away from what we want since our last look, by someone
+ * else. */
+static int manager_check_drift(Manager *m, const EngineDevice *d) {
+        const DeviceFacts *f = d->facts;
+        DeviceSnapshot *s = snapshot_get(m, f);
+
+        if (!s)
+                return -ENOMEM;
+        if (s->diskseq != f->diskseq) {
+                /* Another device under the same name: nothing to compare with. */
+                s->diskseq = f->diskseq;
+                s->flag = f->stable_writes;
+                s->last_error = mfree(s->last_error);
+                return 0;
+        }
+        if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT && f->stable_writes != s->flag &&
+            (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
+                log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
+                            s->flag, f->stable_writes,
+                            d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
+        s->flag = f->stable_writes;
+        return 0;
+}
+
 /* Facts, decisions, then the mount table (new mounts take the device state from before
  * any write of ours in this pass). Logs drift: a flag that moved away from what we want
  * since our last look, by someone else. */
@@ -129,26 +168,9 @@ static int manager_scan(Manager *m) {
                 return r;
 
         for (size_t i = 0; i < e->table.n; i++) {
-                const EngineDevice *d = &e->devices[i];
-                const DeviceFacts *f = d->facts;
-                DeviceSnapshot *s = snapshot_get(m, f);
-
-                if (!s)
-                        return -ENOMEM;
-                if (s->diskseq != f->diskseq) {
-                        /* Another device under the same name: nothing to compare with. */
-                        s->diskseq = f->diskseq;
-                        s->flag = f->stable_writes;
-                        s->last_error = mfree(s->last_error);
-                        continue;
-                }
-                if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT &&
-                    f->stable_writes != s->flag &&
-                    (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
-                        log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s",
-                                    f->name, s->flag, f->stable_writes,
-                                    d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
-                s->flag = f->stable_writes;
+                r = manager_check_drift(m, &e->devices[i]);
+                if (r < 0)
+                        return r;
         }
 
         r = mount_tracker_refresh(m->mounts, e, NULL);
@@ -189,9 +211,12 @@ static int manager_apply_one(Manager *m, EngineDevice *d, ApplyResult *ret) {
         return r;
 }
 
-static int manager_apply_all(Manager *m) {
+/* Applies the decisions of every disk, or of those with only[i] when only is not NULL. */
+static int manager_apply_all(Manager *m, const bool *only) {
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 EngineDevice *d = manager_device(m, i);
+                if (only && !only[i])
+                        continue;
                 if (d->decision.desired < 0)
                         continue; /* observe, unmanaged: nothing to write */
                 if (remount_holds(m->remount, d->facts->name))
@@ -307,8 +332,10 @@ static void manager_notify_status(Manager *m, const char *extra) {
         m->status = TAKE_PTR(status);
 }
 
-/* Pending mounts, device events, status, devices.json: everything derived, in that order. */
-static void manager_publish(Manager *m) {
+/* Pending mounts, device events, status, devices.json: everything derived, in that order.
+ * Device events only for the disks with only[i] when only is not NULL (the others did not
+ * change). */
+static void manager_publish_devices(Manager *m, const bool *only) {
         int r;
 
         if (m->scanned) {
@@ -319,6 +346,8 @@ static void manager_publish(Manager *m) {
 
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 const EngineDevice *d = &m->engine.devices[i];
+                if (only && !only[i])
+                        continue;
                 DeviceSnapshot *s = snapshot_find(m, d->facts->name);
                 char *sig = device_signature(m, d);
 
@@ -343,7 +372,7 @@ static void manager_publish(Manager *m) {
         }
 
         /* Disks that are gone: forget them and what we recorded about them. */
-        for (size_t i = 0; m->scanned && i < m->n_snapshots;) {
+        for (size_t i = 0; m->scanned && !only && i < m->n_snapshots;) {
                 DeviceSnapshot *s = &m->snapshots[i];
                 if (device_table_find(&m->engine.table, s->name)) {
                         i++;
@@ -357,7 +386,7 @@ static void manager_publish(Manager *m) {
                 if (s->signature)
                         emit(m, MANAGER_DEVICE_REMOVED, s->name, NULL);
                 snapshot_done(s);
-                *s = m->snapshots[--m->n_snapshots];
+                memmove(s, s + 1, sizeof(DeviceSnapshot) * (--m->n_snapshots - i));
         }
 
         manager_notify_status(m, NULL);
@@ -366,13 +395,17 @@ static void manager_publish(Manager *m) {
                 log_warning_errno(r, "Cannot write %s/devices.json: %m", m->engine.runtime_dir);
 }
 
+static void manager_publish(Manager *m) {
+        manager_publish_devices(m, NULL);
+}
+
 int manager_reconcile(Manager *m) {
         int r = manager_scan(m);
         if (r < 0) {
                 manager_publish(m);
                 return log_error_errno(r, "Cannot read the block devices: %m");
         }
-        r = manager_apply_all(m);
+        r = manager_apply_all(m, NULL);
         manager_publish(m);
         if (r < 0)
                 return log_oom();
@@ -381,9 +414,65 @@ int manager_reconcile(Manager *m) {
         return 0;
 }
 
-static int on_uevent_delay(sd_event_source *s, uint64_t usec, void *userdata) {
-        (void) manager_reconcile(userdata);
+int manager_reconcile_disks(Manager *m, char *const *disks) {
+        _cleanup_free_ bool *redone = NULL;
+        int r;
+
+        if (!m->scanned)
+                return manager_reconcile(m);
+        r = engine_rescan_disks(&m->engine, disks, &redone);
+        if (r == -ESTALE) {
+                log_debug("A disk was added, removed or replaced meanwhile: rescanning every disk.");
+                return manager_reconcile(m);
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot re-read the disks of an event, rescanning every disk: %m");
+                return manager_reconcile(m);
+        }
+        for (size_t i = 0; i < manager_n_devices(m); i++)
+                if (redone[i] && manager_check_drift(m, manager_device(m, i)) < 0)
+                        return log_oom();
+        r = manager_apply_all(m, redone);
+        manager_publish_devices(m, redone);
+        if (r < 0)
+                return log_oom();
+        if (m->remount && m->engine.config.apply_mounted == APPLY_MOUNTED_REMOUNT_IDLE)
+                remount_auto(m->remount);
         return 0;
+}
+
+static int on_uevent_delay(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_strv_free_ char **disks = TAKE_PTR(m->uevent_disks);
+        bool full = m->uevent_full;
+
+        m->uevent_full = false;
+        if (full || strv_length(disks) == 0)
+                (void) manager_reconcile(m);
+        else
+                (void) manager_reconcile_disks(m, disks);
+        return 0;
+}
+
+/* Remembers which disk a uevent was about; anything but a "change" of a disk we know (or of
+ * one of its partitions) asks for a full rescan. */
+static void manager_note_uevent(Manager *m, const char *action, const char *sysname) {
+        const EngineDevice *d;
+
+        if (m->uevent_full)
+                return;
+        if (!action || !streq(action, "change") || !m->scanned) {
+                m->uevent_full = true;
+                return;
+        }
+        d = engine_find(&m->engine, sysname);
+        if (!d) {
+                m->uevent_full = true;
+                return;
+        }
+        if (!strv_contains(m->uevent_disks, d->facts->name) &&
+            strv_extend(&m->uevent_disks, d->facts->name) < 0)
+                m->uevent_full = true;
 }
 
 static void on_uevent(UdevWatch *w, const char *action, const char *sysname, const char *devtype,
@@ -391,8 +480,11 @@ static void on_uevent(UdevWatch *w, const char *action, const char *sysname, con
         Manager *m = userdata;
         int r;
 
-        /* Events come in bursts (a disk and its partitions, add then change): one full rescan
-         * shortly after the first handles them all. A rescan reads a few files per disk. */
+        manager_note_uevent(m, action, sysname);
+
+        /* Events come in bursts (a disk and its partitions, add then change): one rescan shortly
+         * after the first handles them all. A "change" re-reads only the disks concerned and
+         * what stacks with them (engine_rescan_disks()); anything else, every disk. */
         if (m->uevent_delay) {
                 int enabled;
                 if (sd_event_source_get_enabled(m->uevent_delay, &enabled) >= 0 && enabled != SD_EVENT_OFF)
@@ -408,6 +500,8 @@ static void on_uevent(UdevWatch *w, const char *action, const char *sysname, con
         }
         if (r < 0) {
                 log_warning_errno(r, "Cannot arm the uevent timer, rescanning now: %m");
+                m->uevent_disks = strv_free(m->uevent_disks);
+                m->uevent_full = false;
                 (void) manager_reconcile(m);
         }
 }
@@ -626,7 +720,7 @@ int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
                 r = ret->message ? -EBUSY : -ENOMEM;
         } else
                 r = d ? manager_apply_one(m, d, ret) : -ENODEV;
-        q = manager_apply_all(m);
+        q = manager_apply_all(m, NULL);
         manager_publish(m);
         return r == -ENOMEM ? r : q < 0 ? q : r;
 }
@@ -960,12 +1054,57 @@ const char *manager_stall_reason(const Manager *m) {
         return m->probe ? stall_probe_mode_reason(m->probe) : "the stall probe is not started yet";
 }
 
+/* The probe's counts of every disk as of this iteration of the event loop: read from the
+ * probe at the first call of an iteration, shared by the calls after it (a GetAll, a
+ * ListDevices over every disk). */
+static int manager_live_stalls(Manager *m, const StallStats **ret, size_t *ret_n) {
+        uint64_t now = 0;
+        int r;
+
+        if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
+                now = now_usec_monotonic(); /* not in the loop yet */
+        if (!m->live || m->live_usec != now) {
+                _cleanup_free_ StallStats *list = NULL;
+                size_t n = 0;
+
+                r = stall_probe_list(m->probe, &list, &n);
+                if (r < 0)
+                        return r;
+                free(m->live);
+                m->live = TAKE_PTR(list);
+                m->n_live = n;
+                m->live_usec = now;
+        }
+        *ret = m->live;
+        *ret_n = m->n_live;
+        return 0;
+}
+
+/* The probe's counts of disk devnum now (every bdi of it merged). */
+static int manager_read_stalls(Manager *m, dev_t devnum, StallStats *ret) {
+        const StallStats *list;
+        size_t n;
+        int r = manager_live_stalls(m, &list, &n);
+        if (r < 0)
+                return r;
+        *ret = stall_stats_empty(m, devnum);
+        ret->classified = stall_probe_classified(m->probe);
+        format_devnum(devnum, ret->bdi);
+        for (size_t i = 0; i < n; i++)
+                if (list[i].devnum == devnum && devnum != 0) {
+                        memcpy(ret->bdi, list[i].bdi, sizeof(ret->bdi));
+                        stall_stats_merge(ret, &list[i]);
+                }
+        return 0;
+}
+
 int manager_device_stalls(Manager *m, const EngineDevice *d, StallStats *ret_total, StallStats *ret_window,
                           const char **ret_reason) {
         if (manager_stall_mode(m) == STALL_PROBE_UNAVAILABLE)
                 return -EOPNOTSUPP;
         DeviceStalls *s = stalls_find(m, d->facts->devnum, false);
-        if (ret_total)
+        if (ret_total && manager_read_stalls(m, d->facts->devnum, ret_total) < 0)
+                /* The probe cannot be read now: the figures of the last poll. */
                 *ret_total = s ? s->total : stall_stats_empty(m, d->facts->devnum);
         if (ret_window)
                 *ret_window = s ? s->last : stall_stats_empty(m, d->facts->devnum);
@@ -991,6 +1130,7 @@ int manager_reset_stalls(Manager *m, const char *name) {
         r = stall_probe_reset(m->probe, devnum);
         if (r < 0)
                 return r;
+        m->live = mfree(m->live); /* read again after the reset */
         for (size_t i = 0; i < m->n_stalls; i++) {
                 DeviceStalls *s = &m->stalls[i];
                 if (devnum != 0 && s->devnum != devnum)
@@ -1233,6 +1373,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_snapshots; i++)
                 snapshot_done(&m->snapshots[i]);
         free(m->snapshots);
+        strv_free(m->uevent_disks);
+        free(m->live);
         free(m->status);
         free(m->dump);
         engine_done(&m->engine);

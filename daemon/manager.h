@@ -82,6 +82,8 @@ struct Manager {
         MountTracker *mounts;
         Remounter *remount; /* unmount + mount cycles; holds a disk's flag while one runs */
         sd_event_source *uevent_delay, *rescan;
+        char **uevent_disks; /* disks with a "change" uevent since the delay was armed */
+        bool uevent_full;    /* another kind of uevent came: rescan every disk */
 
         DeviceSnapshot *snapshots;
         size_t n_snapshots;
@@ -95,6 +97,9 @@ struct Manager {
         DeviceStalls *stalls; /* disks the probe or the policy looked at */
         size_t n_stalls;
         uint64_t stall_poll_usec; /* CLOCK_REALTIME of the last poll, 0 before the first */
+        StallStats *live;         /* the probe's counts read in the event loop iteration */
+        size_t n_live;            /* live_usec (CLOCK_MONOTONIC of that iteration) */
+        uint64_t live_usec;
 
         char *status; /* the last STATUS= sent */
         char *dump;   /* the last content of devices.json */
@@ -120,6 +125,11 @@ int manager_run(Manager *m);
  * recomputes pending mounts, emits events and updates the status and devices.json.
  * Returns 0 or -errno (only for failures that left nothing applied, e.g. -ENOMEM). */
 int manager_reconcile(Manager *m);
+
+/* The same for the named disks (disk names, all known) and everything stacked with them
+ * (engine_rescan_disks()): what a "change" uevent needs. Falls back to manager_reconcile()
+ * when a disk was added, removed or replaced meanwhile. Returns 0 or -errno. */
+int manager_reconcile_disks(Manager *m, char *const *disks);
 
 /* Re-reads the configuration. When it has errors, the configuration in force is kept,
  * each problem is logged as file:line, -EINVAL is returned and, when ret_diags is not
@@ -182,8 +192,9 @@ unsigned manager_count_pending(const Manager *m, const char *disk);
 StallProbeMode manager_stall_mode(const Manager *m);
 const char *manager_stall_reason(const Manager *m);
 
-/* The stall figures of disk d: *ret_total since the probe started or was reset, *ret_window
- * over the last StallWindowSec= (either may be NULL), *ret_reason what the adaptive policy
+/* The stall figures of disk d: *ret_total since the probe started or was reset, as the probe
+ * counts them now (read once per event loop iteration), *ret_window over the last
+ * StallWindowSec= as of the last poll (either may be NULL), *ret_reason what the adaptive policy
  * made of them (may be NULL). A disk without waits reads count 0. Returns 0, or -EOPNOTSUPP
  * when nothing measures (probe mode "unavailable"): never zeros that look measured. */
 int manager_device_stalls(Manager *m, const EngineDevice *d, StallStats *ret_total, StallStats *ret_window,
