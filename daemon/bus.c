@@ -1041,8 +1041,7 @@ static int property_get_device(sd_bus *bus, const char *path, const char *interf
 #define DEVICE_PROPERTY(name, sig)                                                                          \
         SD_BUS_PROPERTY(name, sig, property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
 
-#define STALL_PROPERTY(name, sig)                                                                           \
-        SD_BUS_PROPERTY(name, sig, property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT)
+#define STALL_PROPERTY(name, sig) SD_BUS_PROPERTY(name, sig, property_get_device, 0, 0)
 
 static const sd_bus_vtable device_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -1069,7 +1068,8 @@ static const sd_bus_vtable device_vtable[] = {
         DEVICE_PROPERTY("Learned", "s"),
         DEVICE_PROPERTY("LearnedUSec", "t"),
         DEVICE_PROPERTY("LearnedReason", "s"),
-        /* Measured figures change with every poll: read them, no signal announces them. */
+        /* Measured figures change with every wait: read them (GetAll too, which explain uses);
+         * no signal announces them. */
         STALL_PROPERTY("StallMeasured", "b"),
         STALL_PROPERTY("StallCount", "t"),
         STALL_PROPERTY("StallP99USec", "t"),

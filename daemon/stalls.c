@@ -910,6 +910,10 @@ const char *stall_probe_mode_reason(const StallProbe *p) {
         return p->reason;
 }
 
+bool stall_probe_classified(const StallProbe *p) {
+        return p->classified;
+}
+
 uint64_t stall_probe_lost(StallProbe *p) {
         switch (p->mode) {
 #if HAVE_BPF

@@ -203,6 +203,9 @@ StallProbeMode stall_probe_mode(const StallProbe *p);
  * NULL. */
 const char *stall_probe_mode_reason(const StallProbe *p);
 
+/* Whether the probe sorts waits by cause (StallStats.classified of what it reads). */
+bool stall_probe_classified(const StallProbe *p);
+
 /* Waits seen but not recorded (a map full, tracefs ring buffer overrun): when non-zero the
  * counts are lower bounds. Tracepoint hits that did not sleep are not waits and not lost. */
 uint64_t stall_probe_lost(StallProbe *p);
