@@ -324,63 +324,181 @@ static int explain_local(const char *name) {
         return EXIT_OK;
 }
 
+/* What explain shows of a disk: its Device properties, from one GetAll call. */
+typedef struct DeviceView {
+        char *name, *need, *kind, *devnum, *desired, *source, *decision, *setting;
+        char *stall_reason, *learned, *learned_reason;
+        char *override_scope, *override_binding, *override_source, *stable_id;
+        char **reasons;
+        char **mounts; /* one line each */
+        int flag, in_force, measured;
+        uint64_t count, p99, max, wcount, since, diskseq;
+} DeviceView;
+
+static void device_view_done(DeviceView *v) {
+        free(v->name);
+        free(v->need);
+        free(v->kind);
+        free(v->devnum);
+        free(v->desired);
+        free(v->source);
+        free(v->decision);
+        free(v->setting);
+        free(v->stall_reason);
+        free(v->learned);
+        free(v->learned_reason);
+        free(v->override_scope);
+        free(v->override_binding);
+        free(v->override_source);
+        free(v->stable_id);
+        strv_free(v->reasons);
+        strv_free(v->mounts);
+}
+
+static int read_mounts(sd_bus_message *m, char ***ret) {
+        int r = sd_bus_message_enter_container(m, 'a', "(sssbs)");
+        while (r >= 0) {
+                const char *target, *fstype, *effective, *reason;
+                int pending;
+                r = sd_bus_message_read(m, "(sssbs)", &target, &fstype, &effective, &pending, &reason);
+                if (r <= 0)
+                        break;
+                if (strv_extendf(ret, "%s (%s): effective %s%s%s", target, fstype, effective,
+                                 pending ? ", pending: " : "; ", reason) < 0)
+                        return -ENOMEM;
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+/* Reads the a{sv} of GetAll into v; properties it does not know are skipped. */
+static int read_device_view(sd_bus_message *m, DeviceView *v) {
+        static const struct {
+                const char *name;
+                char type;
+                size_t offset;
+        } fields[] = {
+#define F(n, t, field) { n, t, offsetof(DeviceView, field) }
+                F("Name", 's', name),
+                F("Need", 's', need),
+                F("Kind", 's', kind),
+                F("DevNum", 's', devnum),
+                F("Desired", 's', desired),
+                F("DesiredSource", 's', source),
+                F("DecisionReason", 's', decision),
+                F("Setting", 's', setting),
+                F("StallReason", 's', stall_reason),
+                F("Learned", 's', learned),
+                F("LearnedReason", 's', learned_reason),
+                F("KernelFlag", 'i', flag),
+                F("InForce", 'b', in_force),
+                F("StallMeasured", 'b', measured),
+                F("StallCount", 't', count),
+                F("StallP99USec", 't', p99),
+                F("StallMaxUSec", 't', max),
+                F("StallWindowCount", 't', wcount),
+                F("LearnedUSec", 't', since),
+                F("OverrideScope", 's', override_scope),
+                F("OverrideBinding", 's', override_binding),
+                F("OverrideSource", 's', override_source),
+                F("StableId", 's', stable_id),
+                F("DiskSeq", 't', diskseq),
+#undef F
+        };
+        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *prop, *contents;
+                bool known = false;
+
+                r = sd_bus_message_enter_container(m, 'e', "sv");
+                if (r <= 0)
+                        break;
+                r = sd_bus_message_read(m, "s", &prop);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_peek_type(m, NULL, &contents);
+                if (r < 0)
+                        return r;
+                if (streq(prop, "Reasons") && streq(contents, "as")) {
+                        r = sd_bus_message_enter_container(m, 'v', "as");
+                        if (r >= 0)
+                                r = sd_bus_message_read_strv(m, &v->reasons);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        known = true;
+                } else if (streq(prop, "Mounts") && streq(contents, "a(sssbs)")) {
+                        r = sd_bus_message_enter_container(m, 'v', "a(sssbs)");
+                        if (r >= 0)
+                                r = read_mounts(m, &v->mounts);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        known = true;
+                }
+                for (size_t i = 0; !known && i < ELEMENTSOF(fields); i++) {
+                        char sig[2] = { fields[i].type, '\0' };
+                        if (!streq(prop, fields[i].name) || !streq(contents, sig))
+                                continue;
+                        void *p = (char *) v + fields[i].offset;
+                        if (fields[i].type == 's') {
+                                const char *str;
+                                r = sd_bus_message_read(m, "v", "s", &str);
+                                if (r >= 0 && !(*(char **) p = strdup(str)))
+                                        r = -ENOMEM;
+                        } else
+                                r = sd_bus_message_read(m, "v", sig, p);
+                        known = true;
+                }
+                if (r >= 0 && !known)
+                        r = sd_bus_message_skip(m, "v");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        if (!v->name || !v->need || !v->kind || !v->devnum || !v->desired || !v->source || !v->decision ||
+            !v->setting || !v->stall_reason || !v->learned || !v->learned_reason || !v->override_scope ||
+            !v->override_binding || !v->override_source || !v->stable_id)
+                return -EBADMSG; /* a daemon that does not have them all */
+        return sd_bus_message_exit_container(m);
+}
+
 /* The stall lines of explain: the figures, what the policy made of them, what it learned. */
-static int explain_stalls(sd_bus *bus, const char *path, sd_bus_error *error) {
-        _cleanup_free_ char *reason = NULL, *learned = NULL, *learned_reason = NULL;
-        uint64_t count = 0, p99 = 0, max = 0, wcount = 0, since = 0;
-        int measured = 0, r;
+static void explain_stalls(const DeviceView *v) {
         char a[32], b[32];
 
-#define GET(prop, type, var)                                                                                \
-        (r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, prop, error, type,      \
-                                         var)) < 0
-        if (GET("StallMeasured", 'b', &measured) || GET("StallCount", 't', &count) ||
-            GET("StallP99USec", 't', &p99) || GET("StallMaxUSec", 't', &max) ||
-            GET("StallWindowCount", 't', &wcount) || GET("LearnedUSec", 't', &since))
-                return r;
-#undef GET
-        if ((r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "StallReason", error,
-                                            &reason)) < 0 ||
-            (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Learned", error,
-                                            &learned)) < 0 ||
-            (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "LearnedReason",
-                                            error, &learned_reason)) < 0)
-                return r;
-
-        if (!measured)
-                printf("  %-9snot measured: %s\n", "stalls:", reason);
-        else if (p99 == STALL_UNMEASURED_USEC)
+        if (!v->measured)
+                printf("  %-9snot measured: %s\n", "stalls:", v->stall_reason);
+        else if (v->p99 == STALL_UNMEASURED_USEC)
                 printf("  %-9s%" PRIu64 " waits since the probe started, %" PRIu64
                        " in the window (no durations)\n",
-                       "stalls:", count, wcount);
+                       "stalls:", v->count, v->wcount);
         else
                 printf("  %-9s%" PRIu64 " waits since the probe started, p99 <= %s, max %s; %" PRIu64
                        " in the window\n",
-                       "stalls:", count, format_usec(p99, a), format_usec(max, b), wcount);
-        if (measured && !isempty(reason))
-                printf("  %-9s%s\n", "cost:", reason);
-        if (!isempty(learned)) {
+                       "stalls:", v->count, format_usec(v->p99, a), format_usec(v->max, b), v->wcount);
+        if (v->measured && !isempty(v->stall_reason))
+                printf("  %-9s%s\n", "cost:", v->stall_reason);
+        if (!isempty(v->learned)) {
                 char when[64] = "?";
-                time_t t = (time_t) (since / USEC_PER_SEC);
+                time_t t = (time_t) (v->since / USEC_PER_SEC);
                 struct tm tm;
                 if (localtime_r(&t, &tm))
                         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
-                printf("  %-9s%s since %s: %s\n", "learned:", learned, when, learned_reason);
+                printf("  %-9s%s since %s: %s\n", "learned:", v->learned, when, v->learned_reason);
         }
-        return 0;
 }
 
 int verb_explain(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *mounts = NULL;
-        _cleanup_strv_free_ char **reasons = NULL;
-        _cleanup_free_ char *need = NULL, *kind = NULL, *devnum = NULL, *desired = NULL, *source = NULL,
-                            *decision = NULL, *setting = NULL, *dname = NULL, *oscope = NULL,
-                            *obinding = NULL, *osource = NULL, *stable_id = NULL;
-        uint64_t diskseq = 0;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *all = NULL;
+        _cleanup_(device_view_done) DeviceView v = { .flag = -1 };
         const char *path;
-        int flag = -1, in_force = 0, r;
+        int r;
 
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return explain_local(argv[0]);
@@ -391,57 +509,28 @@ int verb_explain(int argc, char **argv) {
                 return ctl_call_error(argv[0], &error, r);
         if ((r = sd_bus_message_read(reply, "o", &path)) < 0)
                 return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
-
-#define GET_STRING(prop, var)                                                                               \
-        (r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, prop, &error, &var)) < 0
-        if (GET_STRING("Name", dname) || GET_STRING("Need", need) || GET_STRING("Kind", kind) ||
-            GET_STRING("DevNum", devnum) || GET_STRING("Desired", desired) ||
-            GET_STRING("DesiredSource", source) || GET_STRING("DecisionReason", decision) ||
-            GET_STRING("Setting", setting) || GET_STRING("OverrideScope", oscope) ||
-            GET_STRING("OverrideBinding", obinding) || GET_STRING("OverrideSource", osource) ||
-            GET_STRING("StableId", stable_id))
-                return ctl_call_error(argv[0], &error, r);
-#undef GET_STRING
-        r = sd_bus_get_property_strv(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Reasons", &error, &reasons);
-        if (r >= 0)
-                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "KernelFlag",
-                                                &error, 'i', &flag);
-        if (r >= 0)
-                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "InForce", &error,
-                                                'b', &in_force);
-        if (r >= 0)
-                r = sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "DiskSeq", &error,
-                                                't', &diskseq);
-        if (r >= 0)
-                r = sd_bus_get_property(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "Mounts", &error, &mounts,
-                                        "a(sssbs)");
+        /* Every property in one round trip. */
+        r = sd_bus_call_method(bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &error,
+                               &all, "s", BUS_DEVICE_INTERFACE);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
+        r = read_device_view(all, &v);
+        if (r < 0)
+                return log_error_errno(r, "Bad reply to GetAll of %s: %m", path), EXIT_FAIL;
 
-        printf("%s (%s, %s): need %s\n", dname, devnum, kind, need);
-        print_reasons("because:", reasons);
+        printf("%s (%s, %s): need %s\n", v.name, v.devnum, v.kind, v.need);
+        print_reasons("because:", v.reasons);
         printf("  %-9sstable writes %s (queue/stable_writes=%d)\n",
-               "kernel:", kernel_state_to_string(flag, in_force), flag);
-        printf("  %-9s%s (%s): %s\n", "desired:", desired, source, decision);
-        printf("  %-9s%s\n", "setting:", setting);
-        print_override(oscope, obinding, osource, diskseq);
-        print_stable_id(stable_id);
-        r = explain_stalls(bus, path, &error);
-        if (r < 0)
-                return ctl_call_error(argv[0], &error, r);
-
-        r = sd_bus_message_enter_container(mounts, 'a', "(sssbs)");
-        for (bool first = true; r >= 0;) {
-                const char *target, *fstype, *effective, *reason;
-                int pending;
-                r = sd_bus_message_read(mounts, "(sssbs)", &target, &fstype, &effective, &pending, &reason);
-                if (r <= 0)
-                        break;
-                printf("  %-9s%s (%s): effective %s%s%s\n", first ? "mounts:" : "", target, fstype,
-                       effective, pending ? ", pending: " : "; ", reason);
+               "kernel:", kernel_state_to_string(v.flag, v.in_force), v.flag);
+        printf("  %-9s%s (%s): %s\n", "desired:", v.desired, v.source, v.decision);
+        printf("  %-9s%s\n", "setting:", v.setting);
+        print_override(v.override_scope, v.override_binding, v.override_source, v.diskseq);
+        print_stable_id(v.stable_id);
+        explain_stalls(&v);
+        bool first = true;
+        STRV_FOREACH (l, v.mounts) {
+                printf("  %-9s%s\n", first ? "mounts:" : "", *l);
                 first = false;
         }
-        if (r < 0)
-                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
         return EXIT_OK;
 }
