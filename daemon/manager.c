@@ -1327,7 +1327,7 @@ int manager_start(Manager *m) {
         r = remount_new(m, &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
-        /* The probe loads BPF programs and reads kallsyms (~0.5 s, far more under valgrind):
+        /* The probe loads BPF programs (~20 ms of CPU, far more under valgrind):
          * after READY=1, first thing in the event loop. */
         r = sd_event_add_defer(m->event, &m->probe_start, on_probe_start, m);
         if (r >= 0)

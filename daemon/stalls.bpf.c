@@ -29,11 +29,15 @@
  * Not every wait is a stable-pages wait: fsync() waits for writeback the same way (in
  * __filemap_fdatawait_range), so do the WB_SYNC_ALL writeback loops, truncation, reclaim and
  * migration. At the tracepoint the program takes a few kernel stack frames (bpf_get_stack, paid
- * only by a waiting task) and classifies the wait by its caller, the first frame outside the
- * wait functions, against the kernel text ranges user space resolved from /proc/kallsyms
- * before loading (`ranges`): STALL_KIND_SYNC, STALL_KIND_OTHER, or by default
- * STALL_KIND_STABLE. With no ranges (kallsyms unreadable) every wait is STALL_KIND_STABLE and
- * user space says the waits are unclassified.
+ * only by a waiting task) and classifies the wait by its caller, the first frame after the wait
+ * functions, looking each return address up in `callers` (address -> STALL_KIND_*), which user
+ * space fills: it names an address it has not seen yet (the `symbolize` program below, or
+ * /proc/kallsyms on kernels without it) and classifies the name. A wait with an address not in
+ * `callers` yet is recorded as STALL_KIND_PENDING under a hash of its frames, which are kept in
+ * `pending_stacks`: user space resolves those frames when it reads the figures, counts the
+ * wait under its kind, and from then on the program classifies that path itself. Nothing is
+ * read from /proc/kallsyms at start-up. With classify_callers 0 (nothing can name an address)
+ * every wait is STALL_KIND_STABLE and user space says the waits are unclassified.
  *
  * The structs are declared locally with preserve_access_index (CO-RE): libbpf relocates the
  * field offsets against the running kernel's BTF, so no vmlinux.h is needed.
@@ -102,6 +106,8 @@ struct waiting {
         __u64 resumed_ns; /* last switch-in while not yet asleep */
         __u32 armed;      /* switched out in D since start */
         __u32 kind;       /* STALL_KIND_* */
+        __u32 stack;      /* STALL_KIND_PENDING: the key of its frames in pending_stacks */
+        __u32 pad;
         char bdi[STALL_BPF_BDI_LEN];
         char comm[STALL_BPF_COMM_LEN];
 };
@@ -123,6 +129,9 @@ struct {
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
         __uint(max_entries, STALL_BPF_MAX_COMMS);
+        /* Allocated when a command first waits: preallocating every per-CPU entry cost the
+         * probe's start-up 25 ms of CPU. */
+        __uint(map_flags, BPF_F_NO_PREALLOC);
         __type(key, struct stall_bpf_comm_key);
         __type(value, __u64);
 } comms SEC(".maps");
@@ -132,8 +141,67 @@ __u64 unmatched = 0;    /* tracepoint hits that did not sleep */
 __u64 lost = 0;         /* waits not recorded: a map was full */
 __u64 unclassified = 0; /* waits whose stack could not be read: counted as STALL_KIND_STABLE */
 
-const volatile __u32 n_ranges = 0;
-const volatile struct stall_bpf_range ranges[STALL_BPF_MAX_RANGES] = {};
+const volatile __u32 classify_callers = 0; /* user space can name return addresses */
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, STALL_BPF_MAX_CALLERS);
+        __type(key, __u64);   /* a return address */
+        __type(value, __u32); /* STALL_KIND_* of the function it lies in */
+} callers SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, STALL_BPF_MAX_STACKS);
+        __type(key, __u32); /* hash of the frames */
+        __type(value, struct stall_bpf_stack);
+} pending_stacks SEC(".maps");
+
+/* The kind of the wait whose frames are ips (n bytes of them): STALL_KIND_PENDING (with the
+ * frames saved under *ret_stack) when a frame is not in `callers` yet. The stack starts in the
+ * program and the raw tracepoint's glue; the caller is the first frame after the wait functions
+ * (STALL_KIND_SKIP), so frames before them do not count. */
+static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n, __u32 *ret_stack) {
+        __u32 in_wait = 0, hash = 2166136261u;
+
+        for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
+                __u32 *kind;
+
+                if ((long) (f * sizeof(__u64)) >= n)
+                        break;
+                kind = bpf_map_lookup_elem(&callers, &st->ips[f]);
+                if (!kind) {
+                        /* Not named yet: keep the frames for user space. */
+                        for (__u32 g = 0; g < STALL_BPF_STACK_DEPTH; g++)
+                                hash = (hash ^ (__u32) (st->ips[g] ^ (st->ips[g] >> 32))) * 16777619u;
+                        hash |= 1; /* 0 is "no stack" */
+                        if (bpf_map_update_elem(&pending_stacks, &hash, st, BPF_ANY) < 0)
+                                break;
+                        *ret_stack = hash;
+                        return STALL_KIND_PENDING;
+                }
+                if (*kind == STALL_KIND_SKIP)
+                        in_wait = 1;
+                else if (in_wait)
+                        return *kind;
+        }
+        __sync_fetch_and_add(&unclassified, 1);
+        return STALL_KIND_STABLE;
+}
+
+static __always_inline __u32 classify(void *ctx, __u32 *ret_stack) {
+        struct stall_bpf_stack st = {};
+        long n;
+
+        if (!classify_callers)
+                return STALL_KIND_STABLE;
+        n = bpf_get_stack(ctx, st.ips, sizeof(st.ips), 0);
+        if (n <= 0) {
+                __sync_fetch_and_add(&unclassified, 1);
+                return STALL_KIND_STABLE;
+        }
+        return classify_frames(&st, n, ret_stack);
+}
 
 static __always_inline __u32 log2_u64(__u64 v) {
         __u32 r = 0, shift;
@@ -162,56 +230,6 @@ static __always_inline void drop(__u32 pid, __u64 *counter) {
                 __sync_fetch_and_add(&nr_waiting, -1);
         if (counter)
                 __sync_fetch_and_add(counter, 1);
-}
-
-/* Binary search of the sorted, disjoint ranges. */
-static __always_inline __u32 range_kind(__u64 ip) {
-        __u32 lo = 0, hi = n_ranges, mid;
-
-        for (int i = 0; i < 10; i++) { /* 2^10 > STALL_BPF_MAX_RANGES */
-                if (lo >= hi)
-                        break;
-                mid = (lo + hi) / 2;
-                asm volatile("" : "+r"(mid));
-                mid &= STALL_BPF_MAX_RANGES - 1; /* a power of 2: the verifier's bound */
-                if (ip < ranges[mid].lo)
-                        hi = mid;
-                else if (ip >= ranges[mid].hi)
-                        lo = mid + 1;
-                else
-                        return ranges[mid].kind;
-        }
-        return STALL_KIND_STABLE;
-}
-
-static __always_inline __u32 classify(void *ctx) {
-        __u64 ips[STALL_BPF_STACK_DEPTH] = {};
-        __u32 in_wait = 0;
-        long n;
-
-        if (n_ranges == 0)
-                return STALL_KIND_STABLE;
-        n = bpf_get_stack(ctx, ips, sizeof(ips), 0);
-        if (n <= 0) {
-                __sync_fetch_and_add(&unclassified, 1);
-                return STALL_KIND_STABLE;
-        }
-        /* The stack starts in the program and the raw tracepoint's glue; the caller is the
-         * first frame after the wait functions (STALL_KIND_SKIP), so frames before them do
-         * not count. */
-        for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
-                __u32 kind;
-
-                if ((long) (f * sizeof(__u64)) >= n)
-                        break;
-                kind = range_kind(ips[f]);
-                if (kind == STALL_KIND_SKIP)
-                        in_wait = 1;
-                else if (in_wait)
-                        return kind;
-        }
-        __sync_fetch_and_add(&unclassified, 1);
-        return STALL_KIND_STABLE;
 }
 
 /* inode_to_bdi(mapping->host): the block device's own bdi for a block device node's page cache,
@@ -244,7 +262,7 @@ static __always_inline int wait_start(void *ctx, struct address_space *mapping) 
         else
                 __builtin_memcpy(w.bdi, "(unknown)", sizeof("(unknown)"));
         bpf_get_current_comm(w.comm, sizeof(w.comm));
-        w.kind = classify(ctx);
+        w.kind = classify(ctx, &w.stack);
 
         old = bpf_map_lookup_elem(&waiting, &pid);
         if (old) {
@@ -283,7 +301,9 @@ static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
         __builtin_memcpy(ck.bdi, w->bdi, sizeof(ck.bdi));
         __builtin_memcpy(ck.comm, w->comm, sizeof(ck.comm));
         bk.kind = w->kind;
+        bk.stack = w->stack;
         ck.kind = w->kind;
+        ck.stack = w->stack;
         drop(pid, NULL);
 
         h = bpf_map_lookup_elem(&hists, &bk);
@@ -371,4 +391,20 @@ int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
         else
                 state = BPF_CORE_READ((struct task_struct___state_old *) prev, state);
         return switch_common(ctx->args[0], prev, (void *) ctx->args[2], state);
+}
+
+/* For user space, run with BPF_PROG_TEST_RUN: names the kernel text address sym_ip as
+ * "function+0xoffset/0xsize [module]" in sym_name (the %pB of the kernel's backtraces: a return
+ * address is looked up one byte before it). sym_len is what bpf_snprintf() returned. */
+__u64 sym_ip = 0;
+long sym_len = 0;
+char sym_name[STALL_BPF_SYMBOL_LEN] = {};
+
+SEC("syscall")
+int symbolize(void *ctx) {
+        __u64 args[1] = { sym_ip };
+
+        (void) ctx;
+        sym_len = bpf_snprintf(sym_name, sizeof(sym_name), "%pB", args, sizeof(args));
+        return 0;
 }

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 
 #include "log.h"
 #include "stalls.h"
@@ -267,7 +268,7 @@ unsigned stall_classify_caller(const char *symbol) {
 
         if (isempty(symbol))
                 return STALL_KIND_STABLE;
-        n = MIN(strcspn(symbol, ". \t["), sizeof(name) - 1);
+        n = MIN(strcspn(symbol, ". \t[+"), sizeof(name) - 1);
         memcpy(name, symbol, n);
         name[n] = '\0';
         for (size_t i = 0; i < ELEMENTSOF(caller_rules); i++) {
@@ -290,84 +291,45 @@ unsigned stall_classify_caller(const char *symbol) {
         return STALL_KIND_STABLE;
 }
 
-typedef struct KSym {
-        uint64_t addr;
-        unsigned kind;
-} KSym;
-
-static int ksym_compare(const void *a, const void *b) {
-        const KSym *x = a, *y = b;
-
-        return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size_t max, size_t *ret_n) {
+int stall_kallsyms_lookup(const char *path, const uint64_t *ips, size_t n,
+                          char (*ret_names)[STALL_BPF_SYMBOL_LEN]) {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ KSym *syms = NULL;
-        size_t n_syms = 0, allocated = 0, n = 0;
-        bool nonzero = false, found_wait = false;
+        _cleanup_free_ uint64_t *best = calloc(n + 1, sizeof(uint64_t));
+        bool nonzero = false;
         char line[512];
 
+        if (!best)
+                return -ENOMEM;
         f = fopen(path, "re");
         if (!f)
                 return -errno;
+        for (size_t i = 0; i < n; i++)
+                ret_names[i][0] = '\0';
 
+        /* The symbol holding a return address is the last one starting before it (the call may
+         * be the last instruction of a function: look one byte before, as the kernel does). */
         while (fgets(line, sizeof(line), f)) {
                 unsigned long long addr;
-                char type, name[256];
+                char type, name[256], module[128] = "";
 
-                if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+                if (sscanf(line, "%llx %c %255s %127s", &addr, &type, name, module) < 3)
                         continue;
-                if (addr != 0)
-                        nonzero = true;
-                if (n_syms >= allocated) {
-                        size_t a = MAX(allocated * 2, (size_t) 4096);
-                        KSym *l = reallocarray(syms, a, sizeof(*l));
-                        if (!l)
-                                return -ENOMEM;
-                        syms = l;
-                        allocated = a;
-                }
-                syms[n_syms].addr = addr;
-                /* Symbols of every type end the one before them; only text ones classify. */
-                syms[n_syms].kind = strchr("tTwW", type) ? stall_classify_caller(name) : STALL_KIND_STABLE;
-                if (syms[n_syms].kind == STALL_KIND_SKIP)
-                        found_wait = true;
-                n_syms++;
+                if (addr == 0)
+                        continue;
+                nonzero = true;
+                for (size_t i = 0; i < n; i++)
+                        if (addr <= ips[i] - 1 && addr >= best[i]) {
+                                best[i] = addr;
+                                int k = snprintf(ret_names[i], STALL_BPF_SYMBOL_LEN, "%.96s+0x%llx", name,
+                                                 (unsigned long long) (ips[i] - addr));
+                                if (module[0] && k > 0 && k < STALL_BPF_SYMBOL_LEN)
+                                        snprintf(ret_names[i] + k, STALL_BPF_SYMBOL_LEN - k, " %.20s",
+                                                 module);
+                        }
         }
         if (ferror(f))
                 return -EIO;
-        if (!nonzero)
-                return -EPERM;
-        if (!found_wait)
-                return -ENOENT;
-
-        qsort(syms, n_syms, sizeof(*syms), ksym_compare);
-        for (size_t i = 0; i < n_syms; i++) {
-                uint64_t end = 0;
-
-                if (syms[i].kind == STALL_KIND_STABLE)
-                        continue;
-                for (size_t j = i + 1; j < n_syms; j++)
-                        if (syms[j].addr > syms[i].addr) {
-                                end = syms[j].addr;
-                                break;
-                        }
-                if (end == 0)
-                        continue; /* the last symbol: no known end */
-                if (n > 0 && ranges[n - 1].hi == syms[i].addr && ranges[n - 1].kind == syms[i].kind) {
-                        ranges[n - 1].hi = end; /* adjacent, same kind: one range */
-                        continue;
-                }
-                if (n > 0 && ranges[n - 1].lo == syms[i].addr)
-                        continue; /* an alias of the previous symbol */
-                if (n >= max)
-                        return -ENOSPC;
-                ranges[n++] =
-                        (struct stall_bpf_range){ .lo = syms[i].addr, .hi = end, .kind = syms[i].kind };
-        }
-        *ret_n = n;
-        return 0;
+        return nonzero ? 0 : -EPERM;
 }
 
 static bool is_space(char c) {
@@ -478,7 +440,18 @@ static int stats_compare(const void *a, const void *b) {
         return strncmp(x->bdi, y->bdi, sizeof(x->bdi));
 }
 
+static bool env_true(const char *name) {
+        const char *e = getenv(name);
+
+        return e && parse_boolean(e) > 0;
+}
+
 /* ---- the probe ---- */
+
+typedef struct StallStackKind {
+        uint32_t stack;
+        unsigned kind;
+} StallStackKind;
 
 struct StallProbe {
         StallProbeMode mode;
@@ -488,6 +461,9 @@ struct StallProbe {
 #if HAVE_BPF
         struct stalls_bpf *skel;
         int ncpus;
+        bool symbolizer;             /* the symbolize program names addresses, not kallsyms */
+        StallStackKind *stack_kinds; /* the kinds of pending_stacks' entries, once resolved */
+        size_t n_stack_kinds;
 #endif
 };
 
@@ -539,33 +515,51 @@ static int libbpf_print(enum libbpf_print_level level, const char *format, va_li
         return 0;
 }
 
-/* Arguments of the sched_switch raw tracepoint (the parameters of btf_trace_sched_switch, a
- * pointer to a function whose first parameter is the context): 4 since 5.18, else 3. */
-static int sched_switch_nargs(void) {
-        const struct btf_type *t;
-        struct btf *btf;
-        int id, n = 3;
+/* The running kernel as KERNEL_VERSION(), 0 when it cannot be told. */
+static unsigned running_kernel(void) {
+        struct utsname u;
+        unsigned v = 0;
 
-        btf = btf__load_vmlinux_btf();
-        if (!btf)
-                return n;
-        id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
-        t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-        if (t)
-                t = btf__type_by_id(btf, t->type); /* PTR */
-        if (t && btf_is_ptr(t))
-                t = btf__type_by_id(btf, t->type); /* FUNC_PROTO */
-        if (t && btf_is_func_proto(t) && btf_vlen(t) >= 1)
-                n = btf_vlen(t) - 1;
-        btf__free(btf);
-        return n;
+        if (uname(&u) < 0 || parse_kernel_version(u.release, &v) < 0)
+                return 0;
+        return v;
+}
+
+/* Whether /proc/kallsyms shows addresses (kernel.kptr_restrict lets us see them): its first
+ * lines, not the whole file. */
+static bool kallsyms_readable(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/kallsyms", "re");
+        char line[256];
+
+        for (int i = 0; f && i < 8 && fgets(line, sizeof(line), f); i++) {
+                unsigned long long addr;
+                if (sscanf(line, "%llx", &addr) == 1 && addr != 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Opens the skeleton with the programs this kernel needs; symbolize only when asked. */
+static struct stalls_bpf *bpf_open(bool has_folio, unsigned kernel, bool symbolize, bool classify) {
+        struct stalls_bpf *skel = stalls_bpf__open();
+        bool four_args = kernel >= KERNEL_VERSION(5, 18, 0); /* sched_switch got prev_state */
+
+        if (!skel)
+                return NULL;
+        bpf_program__set_autoload(skel->progs.folio_wait_writeback, has_folio);
+        bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !has_folio);
+        bpf_program__set_autoload(skel->progs.sched_switch, four_args);
+        bpf_program__set_autoload(skel->progs.sched_switch_3args, !four_args);
+        bpf_program__set_autoload(skel->progs.symbolize, symbolize);
+        skel->rodata->classify_callers = classify;
+        return skel;
 }
 
 static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
-        _cleanup_free_ char *folio = NULL, *page = NULL, *classify_error = NULL;
-        size_t n_ranges = 0;
+        _cleanup_free_ char *folio = NULL, *page = NULL;
         struct stalls_bpf *skel;
-        bool has_folio, has_page, four_args;
+        unsigned kernel = running_kernel();
+        bool has_folio, has_page, classify;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
@@ -590,44 +584,26 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         libbpf_set_print(libbpf_print);
         libbpf_last_error[0] = '\0';
 
-        skel = stalls_bpf__open();
+        /* Return addresses are named when first seen: by the symbolize program (a syscall
+         * program calling bpf_snprintf("%pB"), 5.14+), else from /proc/kallsyms. */
+        p->symbolizer = kernel >= KERNEL_VERSION(5, 14, 0) && !env_true("STABLEPAGES_STALLS_FORCE_KALLSYMS");
+        classify = p->symbolizer || kallsyms_readable();
+        skel = bpf_open(has_folio, kernel, p->symbolizer, classify);
+        r = skel ? stalls_bpf__load(skel) : -errno;
+        if (r < 0 && skel && p->symbolizer) {
+                log_debug_errno(
+                        r, "Cannot load the symbolize program, naming addresses from /proc/kallsyms: %m");
+                stalls_bpf__destroy(skel);
+                p->symbolizer = false;
+                classify = kallsyms_readable();
+                libbpf_last_error[0] = '\0';
+                skel = bpf_open(has_folio, kernel, false, classify);
+                r = skel ? stalls_bpf__load(skel) : -errno;
+        }
         if (!skel) {
-                r = -errno;
                 *ret_error = strdup_printf("opening the BPF object: %s", strerror(-r));
                 return r;
         }
-        bpf_program__set_autoload(skel->progs.folio_wait_writeback, has_folio);
-        bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !has_folio);
-        four_args = sched_switch_nargs() >= 4;
-        bpf_program__set_autoload(skel->progs.sched_switch, four_args);
-        bpf_program__set_autoload(skel->progs.sched_switch_3args, !four_args);
-
-        r = stall_kallsyms_ranges("/proc/kallsyms", (struct stall_bpf_range *) skel->rodata->ranges,
-                                  STALL_BPF_MAX_RANGES, &n_ranges);
-        if (r == -ENOMEM) {
-                stalls_bpf__destroy(skel);
-                return r;
-        }
-        if (r < 0) {
-                log_warning_errno(r,
-                                  "Cannot classify writeback waits by caller from /proc/kallsyms (%s): "
-                                  "fsync waits will be counted as stable-pages waits.",
-                                  r == -EPERM    ? "addresses hidden by kernel.kptr_restrict"
-                                  : r == -ENOSPC ? "more than " STRINGIFY(STALL_BPF_MAX_RANGES) " ranges"
-                                                 : strerror(-r));
-                classify_error = strdup_printf("unclassified: /proc/kallsyms %s",
-                                               r == -EPERM    ? "hides addresses"
-                                               : r == -ENOSPC ? "gives too many ranges"
-                                                              : strerror(-r));
-                if (!classify_error) {
-                        stalls_bpf__destroy(skel);
-                        return -ENOMEM;
-                }
-                n_ranges = 0;
-        }
-        skel->rodata->n_ranges = (__u32) n_ranges;
-
-        r = stalls_bpf__load(skel);
         if (r < 0) {
                 *ret_error = strdup_printf("loading the BPF programs: %s%s%s", strerror(-r),
                                            libbpf_last_error[0] ? ": " : "", libbpf_last_error);
@@ -650,17 +626,117 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         }
         p->ncpus = r;
         p->skel = skel;
-        p->classified = n_ranges > 0;
+        p->classified = classify;
+        if (!classify)
+                log_warning(
+                        "Cannot name kernel addresses (/proc/kallsyms hides them: kernel.kptr_restrict): "
+                        "fsync waits will be counted as stable-pages waits.");
         p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s",
                                   has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
-                                  classify_error ?: "waits classified by caller");
+                                  classify ? "waits classified by caller"
+                                           : "unclassified: /proc/kallsyms hides addresses");
         return p->reason ? 0 : -ENOMEM;
+}
+
+/* Names the return addresses ips ("function+0xoffset/0xsize [module]", "" when unknown): with
+ * the symbolize program, else (or when running it is refused) from /proc/kallsyms, read once for
+ * all of them. Returns 0 or -errno. */
+static int bpf_name_addresses(StallProbe *p, const uint64_t *ips, size_t n,
+                              char (*names)[STALL_BPF_SYMBOL_LEN]) {
+        for (size_t i = 0; p->symbolizer && i < n; i++) {
+                LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+                p->skel->bss->sym_ip = ips[i];
+                p->skel->bss->sym_len = 0;
+                if (bpf_prog_test_run_opts(bpf_program__fd(p->skel->progs.symbolize), &opts) < 0) {
+                        log_debug_errno(errno, "Cannot run the symbolize program, naming addresses from "
+                                               "/proc/kallsyms: %m");
+                        p->symbolizer = false;
+                        break;
+                }
+                names[i][0] = '\0';
+                if (p->skel->bss->sym_len > 0) {
+                        memcpy(names[i], p->skel->bss->sym_name, STALL_BPF_SYMBOL_LEN);
+                        names[i][STALL_BPF_SYMBOL_LEN - 1] = '\0';
+                }
+        }
+        if (p->symbolizer)
+                return 0;
+        return stall_kallsyms_lookup("/proc/kallsyms", ips, n, names);
+}
+
+/* The kinds of the return addresses ips: from the callers map, else named, classified and added
+ * to it (so that the program classifies the next wait through them by itself). */
+static void bpf_caller_kinds(StallProbe *p, const uint64_t *ips, size_t n, unsigned *ret_kinds) {
+        int fd = bpf_map__fd(p->skel->maps.callers);
+        char names[STALL_BPF_STACK_DEPTH][STALL_BPF_SYMBOL_LEN];
+        uint64_t unknown[STALL_BPF_STACK_DEPTH];
+        size_t idx[STALL_BPF_STACK_DEPTH], n_unknown = 0;
+
+        for (size_t i = 0; i < n && i < STALL_BPF_STACK_DEPTH; i++) {
+                uint32_t kind;
+                if (bpf_map_lookup_elem(fd, &ips[i], &kind) == 0)
+                        ret_kinds[i] = kind;
+                else {
+                        ret_kinds[i] = STALL_KIND_STABLE;
+                        idx[n_unknown] = i;
+                        unknown[n_unknown++] = ips[i];
+                }
+        }
+        if (n_unknown == 0 || bpf_name_addresses(p, unknown, n_unknown, names) < 0)
+                return;
+        for (size_t j = 0; j < n_unknown; j++) {
+                uint32_t kind = stall_classify_caller(names[j]);
+                log_debug("Stall probe: %#" PRIx64 " is %s: %s.", unknown[j],
+                          names[j][0] ? names[j] : "unknown",
+                          kind == STALL_KIND_SKIP    ? "a wait function"
+                          : kind == STALL_KIND_SYNC  ? "data integrity"
+                          : kind == STALL_KIND_OTHER ? "other"
+                                                     : "stable pages");
+                ret_kinds[idx[j]] = kind;
+                (void) bpf_map_update_elem(fd, &unknown[j], &kind, BPF_ANY); /* full: named again later */
+        }
+}
+
+/* The kind of a wait recorded as STALL_KIND_PENDING under stack, as the program would have
+ * classified it had it known every address; remembered per stack. */
+static unsigned bpf_pending_kind(StallProbe *p, uint32_t stack) {
+        struct stall_bpf_stack st = {};
+        unsigned kind = STALL_KIND_STABLE;
+        bool in_wait = false;
+
+        for (size_t i = 0; i < p->n_stack_kinds; i++)
+                if (p->stack_kinds[i].stack == stack)
+                        return p->stack_kinds[i].kind;
+        if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.pending_stacks), &stack, &st) < 0)
+                return STALL_KIND_STABLE; /* its frames were not kept (the map was full) */
+        size_t n = 0;
+        unsigned kinds[STALL_BPF_STACK_DEPTH];
+        while (n < STALL_BPF_STACK_DEPTH && st.ips[n] != 0)
+                n++;
+        bpf_caller_kinds(p, (const uint64_t *) st.ips, n, kinds);
+        for (size_t f = 0; f < n; f++) {
+                if (kinds[f] == STALL_KIND_SKIP)
+                        in_wait = true;
+                else if (in_wait) {
+                        kind = kinds[f];
+                        break;
+                }
+        }
+        StallStackKind *l = reallocarray(p->stack_kinds, p->n_stack_kinds + 1, sizeof(*l));
+        if (l) {
+                p->stack_kinds = l;
+                l[p->n_stack_kinds++] = (StallStackKind){ .stack = stack, .kind = kind };
+        }
+        return kind;
 }
 
 static void bpf_stop(StallProbe *p) {
         if (p->skel)
                 stalls_bpf__destroy(p->skel);
         p->skel = NULL;
+        p->stack_kinds = mfree(p->stack_kinds);
+        p->n_stack_kinds = 0;
 }
 
 static StallStats *stats_find_or_add(StallStats **list, size_t *n, size_t *allocated, const char *bdi,
@@ -719,6 +795,8 @@ static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
                 s = stats_find_or_add(&list, &n, &allocated, key.bdi, p->classified);
                 if (!s)
                         return -ENOMEM;
+                if (key.kind == STALL_KIND_PENDING)
+                        key.kind = bpf_pending_kind(p, key.stack);
                 switch (key.kind) {
                 case STALL_KIND_SYNC:
                         s->sync_count += h.count;
@@ -740,9 +818,11 @@ static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
         while (bpf_map_get_next_key(cfd, prev_ck, &ck) == 0) {
                 struct stall_bpf_comm_key key = ck;
                 uint64_t total = 0;
+                unsigned kind;
 
                 prev_ck = &ck;
-                if (key.kind != STALL_KIND_STABLE)
+                kind = key.kind == STALL_KIND_PENDING ? bpf_pending_kind(p, key.stack) : key.kind;
+                if (kind != STALL_KIND_STABLE)
                         continue; /* commands are listed for the stable-pages waits only */
                 if (bpf_map_lookup_elem(cfd, &key, cv) < 0)
                         continue;
@@ -810,12 +890,6 @@ static int bpf_reset(StallProbe *p, const char *bdi) {
 
 static const char *strnull(const char *s) {
         return s ?: "(null)";
-}
-
-static bool env_true(const char *name) {
-        const char *e = getenv(name);
-
-        return e && parse_boolean(e) > 0;
 }
 
 int stall_probe_new(StallProbe **ret) {

@@ -15,8 +15,8 @@
  * What is a stall: the tracepoint fires for every wait on a page under writeback, and most of
  * those are not caused by stable pages: fsync() and the WB_SYNC_ALL writeback loops wait the
  * same way, and so do truncation, reclaim and migration. Both modes classify each wait by the
- * kernel function that called folio_wait_writeback() (BPF: bpf_get_stack against ranges from
- * /proc/kallsyms; tracefs: the instance's stacktrace option); count, sum, max, hist and comms
+ * kernel function that called folio_wait_writeback() (BPF: bpf_get_stack, each return address
+ * named once, when first seen; tracefs: the instance's stacktrace option); count, sum, max, hist and comms
  * are the stable-pages waits only, sync_* and other_* count the rest. When classification is
  * impossible, classified is false and every wait counts as a stable-pages wait.
  *
@@ -32,7 +32,7 @@
  *
  * Histogram: bucket 0 holds waits of 0..1 us, bucket i >= 1 holds [2^i, 2^(i+1)) us, the last
  * bucket is open-ended. The pure helpers (stall_hist_*, stall_stats_*, stall_parse_*,
- * stall_classify_caller, stall_kallsyms_ranges) need neither BPF nor tracefs nor privileges. */
+ * stall_classify_caller, stall_kallsyms_lookup) need neither BPF nor tracefs nor privileges. */
 
 /* Layout shared with stalls.bpf.c; plain C types only. */
 #define STALL_HIST_BUCKETS 32
@@ -41,32 +41,35 @@
 #define STALL_BPF_COMM_LEN 16 /* TASK_COMM_LEN */
 #define STALL_BPF_MAX_BDIS 1024
 #define STALL_BPF_MAX_COMMS 8192
-#define STALL_BPF_MAX_RANGES 512 /* kernel text ranges that classify a wait (a power of 2) */
-#define STALL_BPF_STACK_DEPTH 8  /* frames examined to find the caller */
+#define STALL_BPF_MAX_CALLERS 4096 /* return addresses named and classified by user space */
+#define STALL_BPF_MAX_STACKS 1024  /* frames of waits recorded before their addresses were named */
+#define STALL_BPF_STACK_DEPTH 8    /* frames examined to find the caller */
+#define STALL_BPF_SYMBOL_LEN 128
 
 /* Why a task waited, from the function that called folio_wait_writeback(): */
 #define STALL_KIND_STABLE 0 /* about to modify the page: a stable-pages wait (the default) */
 #define STALL_KIND_SYNC 1   /* data integrity: fsync, fdatasync, sync, msync, O_SYNC writes */
 #define STALL_KIND_OTHER 2  /* truncation, invalidation, reclaim, migration, splitting */
-#define STALL_KIND_SKIP 3   /* ranges only: the wait functions themselves, look further up */
-
-struct stall_bpf_range {
-        unsigned long long lo, hi; /* [lo, hi) */
-        unsigned int kind;
-        unsigned int pad;
-};
+#define STALL_KIND_SKIP 3   /* callers only: the wait functions themselves, look further up */
+#define STALL_KIND_PENDING                                                                                  \
+        4 /* maps only: a frame was not named yet; user space classifies the                                \
+           * frames saved under the key's stack */
 
 struct stall_bpf_key {
         char bdi[STALL_BPF_BDI_LEN];
         unsigned int kind;
-        unsigned int pad;
+        unsigned int stack; /* STALL_KIND_PENDING: the key of its frames in pending_stacks, else 0 */
 };
 
 struct stall_bpf_comm_key {
         char bdi[STALL_BPF_BDI_LEN];
         char comm[STALL_BPF_COMM_LEN];
         unsigned int kind;
-        unsigned int pad;
+        unsigned int stack;
+};
+
+struct stall_bpf_stack {
+        unsigned long long ips[STALL_BPF_STACK_DEPTH]; /* return addresses, 0 after the last */
 };
 
 struct stall_bpf_hist {
@@ -161,11 +164,13 @@ int stall_parse_bdi_name(const char *bdi, dev_t *ret);
  * ".constprop.0" and " [module]" are ignored. */
 unsigned stall_classify_caller(const char *symbol);
 
-/* Reads a /proc/kallsyms-format file and fills ranges with [start, next symbol) of every text
- * symbol whose kind is not STALL_KIND_STABLE. Returns 0, -ENOSPC (more than max ranges),
- * -EPERM (addresses are hidden: all zero), -ENOENT (none of the wait functions found) or
- * -errno. */
-int stall_kallsyms_ranges(const char *path, struct stall_bpf_range *ranges, size_t max, size_t *ret_n);
+/* Names kernel text return addresses from a /proc/kallsyms-format file, as the kernel's %pB
+ * does: ret_names[i] is "function+0xoffset [module]" of the last symbol starting before ips[i],
+ * or "" when none does. For kernels where the probe cannot name addresses itself; reads the
+ * whole file, so call it with every address at once. Returns 0, -EPERM (addresses are hidden:
+ * all zero) or -errno. */
+int stall_kallsyms_lookup(const char *path, const uint64_t *ips, size_t n,
+                          char (*ret_names)[STALL_BPF_SYMBOL_LEN]);
 
 /* Parses one line of a tracefs trace_pipe holding a folio_wait_writeback or
  * wait_on_page_writeback event ("  comm-pid  [cpu] flags  ts: folio_wait_writeback: bdi 7:0:
@@ -188,7 +193,8 @@ typedef struct StallProbe StallProbe;
  * looks the classic tracepoint's id up there). Needs CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN) for
  * BPF, root for tracefs.
  * Test only: STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
- * skips both. Returns 0 or -ENOMEM. */
+ * skips both, STABLEPAGES_STALLS_FORCE_KALLSYMS=1 names addresses from /proc/kallsyms as on kernels
+ * before 5.14. Returns 0 or -ENOMEM. */
 int stall_probe_new(StallProbe **ret);
 
 /* Detaches everything, removes the tracefs instance; returns NULL. */

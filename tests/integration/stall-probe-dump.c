@@ -12,12 +12,17 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 
 #include "log.h"
 #include "stalls.h"
 #include "util.h"
+
+static uint64_t timeval_usec(const struct timeval *tv) {
+        return (uint64_t) tv->tv_sec * 1000000 + (uint64_t) tv->tv_usec;
+}
 
 static void print_stats(const StallStats *s) {
         char dev[32];
@@ -90,11 +95,24 @@ int main(int argc, char *argv[]) {
         sigaddset(&mask, SIGINT);
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
+        struct rusage before, after;
+        uint64_t wall = now_usec_monotonic();
+        (void) getrusage(RUSAGE_SELF, &before);
         r = stall_probe_new(&p);
         if (r < 0)
                 return log_error_errno(r, "stall_probe_new: %m"), 1;
+        (void) getrusage(RUSAGE_SELF, &after);
+        wall = now_usec_monotonic() - wall;
         fprintf(stderr, "stall probe mode %s: %s\n", stall_probe_mode_to_string(stall_probe_mode(p)),
                 stall_probe_mode_reason(p));
+        /* What starting the probe cost this process (user + system CPU, and wall time). */
+        fprintf(stderr,
+                "stall probe start-up: cpu_us=%" PRIu64 " user_us=%" PRIu64 " sys_us=%" PRIu64
+                " wall_us=%" PRIu64 "\n",
+                timeval_usec(&after.ru_utime) + timeval_usec(&after.ru_stime) -
+                        timeval_usec(&before.ru_utime) - timeval_usec(&before.ru_stime),
+                timeval_usec(&after.ru_utime) - timeval_usec(&before.ru_utime),
+                timeval_usec(&after.ru_stime) - timeval_usec(&before.ru_stime), wall);
 
         if (ready) {
                 const char *m = stall_probe_mode_to_string(stall_probe_mode(p));

@@ -35,7 +35,7 @@ exec valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite
 EOF
 chmod +x "$SP_TMP/valgrind-daemon"
 SP_BIN=$SP_TMP/valgrind-daemon
-# Start-up under valgrind is ~50 times slower (the stall probe parses /proc/kallsyms).
+# Start-up under valgrind is ~50 times slower (the stall probe loads its BPF programs).
 SP_READY_TIMEOUT_MS=60000
 robust_daemon_start
 sp_wait_for 10000 "$loop in the daemon's view" sp_state_is ".devices[] | select(.name == \"$loop\") | .name" "$loop" >/dev/null

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stall observatory's pure helpers: histogram buckets, percentiles, windows (subtract),
- * command lists, bdi names, tracefs lines, caller classification, kallsyms ranges; and the
+ * command lists, bdi names, tracefs lines, caller classification, kallsyms names; and the
  * probe in forced mode "unavailable", which must refuse to report figures. No BPF, no root. */
 #include <stdlib.h>
 #include <sys/sysmacros.h>
@@ -265,51 +265,41 @@ static char *write_temp(const char *content) {
 }
 
 static void test_kallsyms(void) {
-        struct stall_bpf_range r[8];
-        size_t n = 0;
+        char names[4][STALL_BPF_SYMBOL_LEN];
+        uint64_t ips[4] = {
+                0xffffffff815a43a0ULL, /* inside __filemap_fdatawait_range */
+                0xffffffff815a4400ULL, /* the return address of a call ending it: one byte before */
+                0xffffffffc0001010ULL, /* a module's function */
+                0xffffffff80000000ULL, /* before every symbol */
+        };
         char *p;
 
         p = write_temp("ffffffff81000000 T _stext\n"
                        "ffffffff815a4380 t __filemap_fdatawait_range\n"
                        "ffffffff815a4400 T filemap_fdatawait_range\n"
-                       "ffffffff815a4480 T something_else\n"
-                       "ffffffff815a8a00 T __filemap_get_folio\n"
-                       "ffffffff815b2660 T folio_wait_writeback_killable\n"
                        "ffffffff815b2700 T folio_wait_writeback\n"
-                       "ffffffff815b27a0 T folio_wait_stable\n"
-                       "ffffffff815b27a0 T folio_wait_stable_alias\n"
-                       "ffffffff815b2800 T truncate_inode_pages_range\n"
-                       "ffffffff815b2900 d some_data\n"
                        "ffffffffc0001000 t ext4_writepages\t[ext4]\n");
-        CHECK_INT(stall_kallsyms_ranges(p, r, ELEMENTSOF(r), &n), 0);
-        CHECK_INT(n, 3);
-        /* two adjacent SYNC symbols merge */
-        CHECK(r[0].lo == 0xffffffff815a4380ULL && r[0].hi == 0xffffffff815a4480ULL);
-        CHECK_INT(r[0].kind, STALL_KIND_SYNC);
-        /* the three wait functions merge; the alias is skipped */
-        CHECK(r[1].lo == 0xffffffff815b2660ULL && r[1].hi == 0xffffffff815b2800ULL);
-        CHECK_INT(r[1].kind, STALL_KIND_SKIP);
-        /* ends at the next symbol of any type; the last symbol has no end and is left out */
-        CHECK(r[2].lo == 0xffffffff815b2800ULL && r[2].hi == 0xffffffff815b2900ULL);
-        CHECK_INT(r[2].kind, STALL_KIND_OTHER);
-        for (size_t i = 1; i < n; i++)
-                CHECK(r[i - 1].hi <= r[i].lo);
-        CHECK_INT(stall_kallsyms_ranges(p, r, 2, &n), -ENOSPC);
+        CHECK_INT(stall_kallsyms_lookup(p, ips, 4, names), 0);
+        CHECK_STR(names[0], "__filemap_fdatawait_range+0x20");
+        CHECK_STR(names[1], "__filemap_fdatawait_range+0x80");
+        CHECK_STR(names[2], "ext4_writepages+0x10 [ext4]");
+        CHECK_STR(names[3], "");
+        /* what the names classify as, the way the probe uses them */
+        CHECK_INT(stall_classify_caller(names[0]), STALL_KIND_SYNC);
+        CHECK_INT(stall_classify_caller(names[2]), STALL_KIND_SYNC);
+        CHECK_INT(stall_classify_caller("folio_wait_stable+0x1c/0x40"), STALL_KIND_SKIP);
+        CHECK_INT(stall_classify_caller("ext4_page_mkwrite+0x2b1/0x5e0 [ext4]"), STALL_KIND_STABLE);
+        CHECK_INT(stall_classify_caller("truncate_inode_pages_range+0x1a/0x400"), STALL_KIND_OTHER);
         unlink(p);
         free(p);
 
         p = write_temp(
                 "0000000000000000 T folio_wait_writeback\n0000000000000000 T __filemap_fdatawait_range\n");
-        CHECK_INT(stall_kallsyms_ranges(p, r, ELEMENTSOF(r), &n), -EPERM);
+        CHECK_INT(stall_kallsyms_lookup(p, ips, 4, names), -EPERM);
         unlink(p);
         free(p);
 
-        p = write_temp("ffffffff81000000 T _stext\nffffffff81000100 T other\n");
-        CHECK_INT(stall_kallsyms_ranges(p, r, ELEMENTSOF(r), &n), -ENOENT);
-        unlink(p);
-        free(p);
-
-        CHECK_INT(stall_kallsyms_ranges("/nonexistent/kallsyms", r, ELEMENTSOF(r), &n), -ENOENT);
+        CHECK_INT(stall_kallsyms_lookup("/nonexistent/kallsyms", ips, 4, names), -ENOENT);
 }
 
 static void test_unavailable(void) {
