@@ -7,13 +7,14 @@
  *     and with --writes=N%: SetDevicePolicy(DEV, on|off, runtime) / ResetDevicePolicy(DEV, runtime)
  *
  * on the device the test owns (--device); --apply makes one set in four apply at once; --list-only makes
- * every call a ListDevices (tests/bench/run: its latency with many disks). A call is "answered"
+ * every call a ListDevices (tests/bench/run: its latency with many disks); --only=stalls every call a
+ * GetStalls(DEV), --only=getall every call a Properties.GetAll of DEV's object. A call is "answered"
  * when a reply or an error reply from the daemon arrives; it is "unanswered" when the bus reports a timeout,
  * no reply, or a lost connection. While the clients run, the parent samples the daemon's RSS
  * (--pid) after warm-up (the first 10% of all calls) and at the end.
  *
  * Usage: bus-load --device=NAME [--clients=32] [--calls=500] [--writes=20] [--pid=PID]
- *                 [--timeout-sec=30] [--allow-missing] [--apply] [--list-only]
+ *                 [--timeout-sec=30] [--allow-missing] [--apply] [--list-only] [--only=stalls|getall]
  * Prints one "key=value ..." summary line and one "error NAME COUNT" line per error name.
  * --allow-missing counts NoSuchDevice/UnknownObject errors as expected (a device removed
  * while the calls run). Exit status: 0 when every call was answered and (without
@@ -55,7 +56,8 @@ typedef struct Shared {
 static unsigned arg_clients = 32, arg_calls = 500, arg_writes = 20, arg_timeout_sec = 30;
 static const char *arg_device;
 static pid_t arg_pid;
-static bool arg_allow_missing, arg_apply, arg_list_only;
+static bool arg_allow_missing, arg_apply;
+static int arg_only = -1; /* the one kind of call made, -1: the mix */
 static Shared *shared;
 
 static uint64_t now_usec(void) {
@@ -122,9 +124,19 @@ static int one_call(sd_bus *bus, unsigned k, unsigned i, sd_bus_error *e) {
                 return sd_bus_call_method(bus, DEST, PATH, IFACE, "SetDevicePolicy", e, &reply, "sst",
                                           arg_device, i % 2 ? "on" : "off",
                                           (uint64_t) (arg_apply && (i / 4) % 4 == 0 ? 5 : 1));
-        default:
+        case 5:
                 return sd_bus_call_method(bus, DEST, PATH, IFACE, "ResetDevicePolicy", e, &reply, "st",
                                           arg_device, (uint64_t) 1);
+        case 6:
+                return sd_bus_call_method(bus, DEST, PATH, IFACE, "GetStalls", e, &reply, "s", arg_device);
+        default:
+                r = sd_bus_path_encode(PATH "/device", arg_device, &path);
+                if (r < 0)
+                        return r;
+                r = sd_bus_call_method(bus, DEST, path, "org.freedesktop.DBus.Properties", "GetAll", e,
+                                       &reply, "s", "org.stablepages1.Device");
+                free(path);
+                return r;
         }
 }
 
@@ -146,7 +158,7 @@ static int client(unsigned c, int start_fd) {
                 _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
                 /* Writes: every (100 / writes)-th call; set and reset alternate. */
                 bool write = arg_writes > 0 && (i * arg_writes) / 100 != ((i + 1) * arg_writes) / 100;
-                unsigned k = arg_list_only ? 0 : write ? 4 + (i / 2) % 2 : (i + c) % 4;
+                unsigned k = arg_only >= 0 ? (unsigned) arg_only : write ? 4 + (i / 2) % 2 : (i + c) % 4;
                 uint64_t t0 = now_usec();
 
                 r = one_call(bus, k, i + c, &e);
@@ -198,11 +210,17 @@ static int cmp_u32(const void *a, const void *b) {
 
 static int parse_argv(int argc, char **argv) {
         static const struct option options[] = {
-                { "device", required_argument, NULL, 'd' },  { "clients", required_argument, NULL, 'c' },
-                { "calls", required_argument, NULL, 'n' },   { "writes", required_argument, NULL, 'w' },
-                { "pid", required_argument, NULL, 'p' },     { "timeout-sec", required_argument, NULL, 't' },
-                { "allow-missing", no_argument, NULL, 'm' }, { "apply", no_argument, NULL, 'a' },
-                { "list-only", no_argument, NULL, 'L' },     {},
+                { "device", required_argument, NULL, 'd' },
+                { "clients", required_argument, NULL, 'c' },
+                { "calls", required_argument, NULL, 'n' },
+                { "writes", required_argument, NULL, 'w' },
+                { "pid", required_argument, NULL, 'p' },
+                { "timeout-sec", required_argument, NULL, 't' },
+                { "allow-missing", no_argument, NULL, 'm' },
+                { "apply", no_argument, NULL, 'a' },
+                { "list-only", no_argument, NULL, 'L' },
+                { "only", required_argument, NULL, 'O' },
+                {},
         };
         int c;
 
@@ -233,7 +251,15 @@ static int parse_argv(int argc, char **argv) {
                         arg_apply = true;
                         break;
                 case 'L':
-                        arg_list_only = true;
+                        arg_only = 0;
+                        break;
+                case 'O':
+                        if (strcmp(optarg, "stalls") == 0)
+                                arg_only = 6;
+                        else if (strcmp(optarg, "getall") == 0)
+                                arg_only = 7;
+                        else
+                                return -EINVAL;
                         break;
                 default:
                         return -EINVAL;
@@ -241,7 +267,8 @@ static int parse_argv(int argc, char **argv) {
         if (!arg_device || arg_clients == 0 || arg_clients > 1024 || arg_calls == 0 || arg_writes > 100 ||
             arg_timeout_sec == 0) {
                 fprintf(stderr, "usage: bus-load --device=NAME [--clients=N] [--calls=N] [--writes=PERCENT] "
-                                "[--pid=PID] [--timeout-sec=N] [--allow-missing] [--apply] [--list-only]\n");
+                                "[--pid=PID] [--timeout-sec=N] [--allow-missing] [--apply] [--list-only] "
+                                "[--only=stalls|getall]\n");
                 return -EINVAL;
         }
         return 0;
