@@ -28,7 +28,24 @@ static int add_error(DeviceFacts *f, const char *attr, int error) {
 }
 
 /* Reads an optional string attribute of the disk into *ret (NULL when absent). */
-static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const char *attr, char **ret) {
+/* Whether attr ("md/level") lies in a directory that entries (the disk's directory listing,
+ * NULL when unknown) shows does not exist: then it is absent, with no need to open it. */
+static bool in_absent_dir(char *const *entries, const char *attr) {
+        const char *slash = strchr(attr, '/');
+        if (!entries || !slash)
+                return false;
+        STRV_FOREACH (e, entries)
+                if (strlen(*e) == (size_t) (slash - attr) && strneq(*e, attr, slash - attr))
+                        return false;
+        return true;
+}
+
+static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, char *const *entries,
+                           const char *attr, char **ret) {
+        if (in_absent_dir(entries, attr)) {
+                *ret = NULL;
+                return 0;
+        }
         _cleanup_free_ char *p = strdup_printf("block/%s/%s", f->name, attr);
         if (!p)
                 return -ENOMEM;
@@ -44,9 +61,10 @@ static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const cha
 }
 
 /* Reads an optional 0/1 attribute into *ret (ATTR_ABSENT when absent or unparsable). */
-static int read_opt_bool(const DeviceScanOptions *o, DeviceFacts *f, const char *attr, int *ret) {
+static int read_opt_bool(const DeviceScanOptions *o, DeviceFacts *f, char *const *entries, const char *attr,
+                         int *ret) {
         _cleanup_free_ char *s = NULL;
-        int r = read_opt_string(o, f, attr, &s);
+        int r = read_opt_string(o, f, entries, attr, &s);
         if (r < 0)
                 return r;
         *ret = ATTR_ABSENT;
@@ -166,17 +184,13 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const char *di
 /* Appends the partitions of disk (entries of block/DISK with a "partition" file and a
  * readable "dev") to *partitions. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
  * listed. */
-static int list_partitions(const char *sysfs_root, const char *disk, Partition **partitions, size_t *n) {
-        _cleanup_strv_free_ char **entries = NULL;
-        _cleanup_free_ char *p = strdup_printf("block/%s", disk);
-        int r;
-
-        if (!p)
-                return -ENOMEM;
-        r = sysfs_list_dir(sysfs_root, p, &entries);
-        if (r < 0)
-                return r;
+static int list_partitions_in(const char *sysfs_root, const char *disk, char *const *entries,
+                              Partition **partitions, size_t *n) {
         STRV_FOREACH (e, entries) {
+                /* The kernel names a partition after its disk ("sda1", "nvme0n1p1"): the other
+                 * entries (attributes, queue/, holders/...) need no look. */
+                if (!startswith(*e, disk))
+                        continue;
                 _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", disk, *e);
                 _cleanup_free_ char *dp = strdup_printf("block/%s/%s/dev", disk, *e);
                 _cleanup_free_ char *dev = NULL, *full = NULL;
@@ -200,8 +214,23 @@ static int list_partitions(const char *sysfs_root, const char *disk, Partition *
         return 0;
 }
 
-static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f) {
-        int r = list_partitions(o->sysfs_root, f->name, &f->partitions, &f->n_partitions);
+static int list_partitions(const char *sysfs_root, const char *disk, Partition **partitions, size_t *n) {
+        _cleanup_strv_free_ char **entries = NULL;
+        _cleanup_free_ char *p = strdup_printf("block/%s", disk);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        r = sysfs_list_dir(sysfs_root, p, &entries);
+        if (r < 0)
+                return r;
+        return list_partitions_in(sysfs_root, disk, entries, partitions, n);
+}
+
+static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f, char *const *entries) {
+        int r = entries ? list_partitions_in(o->sysfs_root, f->name, entries, &f->partitions,
+                                             &f->n_partitions)
+                        : list_partitions(o->sysfs_root, f->name, &f->partitions, &f->n_partitions);
         if (r < 0 && r != -ENOMEM)
                 return add_error(f, "partitions", r);
         return r;
@@ -285,6 +314,7 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 .loop_dio = ATTR_ABSENT,
         };
         _cleanup_free_ char *dev = NULL, *seq = NULL, *link = NULL, *mdp = NULL, *dmp = NULL, *lp = NULL;
+        _cleanup_strv_free_ char **entries = NULL;
         int r;
 
         if (!o.sysfs_root)
@@ -298,14 +328,27 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         if (!f.name)
                 return -ENOMEM;
 
-        r = read_opt_string(&o, &f, "dev", &dev);
+        /* The disk's directory, listed once: what is not in it (md/, dm/, loop/, device/...) is
+         * absent without opening it, and partitions are among its entries. */
+        _cleanup_free_ char *dir = strdup_printf("block/%s", name);
+        if (!dir) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = sysfs_list_dir(o.sysfs_root, dir, &entries);
+        if (r == -ENOMEM)
+                goto fail;
+        if (r < 0)
+                entries = strv_free(entries); /* unknown: read every attribute */
+
+        r = read_opt_string(&o, &f, entries, "dev", &dev);
         if (r < 0)
                 goto fail;
         if (!dev || parse_devnum(dev, &f.devnum) < 0) {
                 r = -ENOENT;
                 goto fail;
         }
-        r = read_opt_string(&o, &f, "diskseq", &seq);
+        r = read_opt_string(&o, &f, entries, "diskseq", &seq);
         if (r < 0)
                 goto fail;
         if (seq)
@@ -316,20 +359,22 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 r = -ENOMEM;
                 goto fail;
         }
-        (void) sysfs_read_link_basename(o.sysfs_root, link, &f.driver);
+        if (!entries || strv_contains(entries, "device"))
+                (void) sysfs_read_link_basename(o.sysfs_root, link, &f.driver);
 
-        if ((r = read_opt_bool(&o, &f, "queue/stable_writes", &f.stable_writes)) < 0 ||
-            (r = read_opt_string(&o, &f, "integrity/format", &f.integrity_format)) < 0 ||
-            (r = read_opt_bool(&o, &f, "integrity/write_generate", &f.write_generate)) < 0 ||
-            (r = read_opt_bool(&o, &f, "integrity/read_verify", &f.read_verify)) < 0 ||
-            (r = read_opt_bool(&o, &f, "integrity/device_is_integrity_capable", &f.integrity_capable)) < 0 ||
-            (r = read_opt_string(&o, &f, "md/level", &f.md_level)) < 0 ||
-            (r = read_opt_bool(&o, &f, "md/skip_copy", &f.md_skip_copy)) < 0 ||
-            (r = read_opt_string(&o, &f, "dm/name", &f.dm_name)) < 0 ||
-            (r = read_opt_string(&o, &f, "dm/uuid", &f.dm_uuid)) < 0 ||
-            (r = read_opt_string(&o, &f, "loop/backing_file", &f.loop_backing_file)) < 0 ||
-            (r = read_opt_bool(&o, &f, "loop/dio", &f.loop_dio)) < 0 ||
-            (r = read_opt_string(&o, &f, "device/transport", &f.nvme_transport)) < 0)
+        if ((r = read_opt_bool(&o, &f, entries, "queue/stable_writes", &f.stable_writes)) < 0 ||
+            (r = read_opt_string(&o, &f, entries, "integrity/format", &f.integrity_format)) < 0 ||
+            (r = read_opt_bool(&o, &f, entries, "integrity/write_generate", &f.write_generate)) < 0 ||
+            (r = read_opt_bool(&o, &f, entries, "integrity/read_verify", &f.read_verify)) < 0 ||
+            (r = read_opt_bool(&o, &f, entries, "integrity/device_is_integrity_capable",
+                               &f.integrity_capable)) < 0 ||
+            (r = read_opt_string(&o, &f, entries, "md/level", &f.md_level)) < 0 ||
+            (r = read_opt_bool(&o, &f, entries, "md/skip_copy", &f.md_skip_copy)) < 0 ||
+            (r = read_opt_string(&o, &f, entries, "dm/name", &f.dm_name)) < 0 ||
+            (r = read_opt_string(&o, &f, entries, "dm/uuid", &f.dm_uuid)) < 0 ||
+            (r = read_opt_string(&o, &f, entries, "loop/backing_file", &f.loop_backing_file)) < 0 ||
+            (r = read_opt_bool(&o, &f, entries, "loop/dio", &f.loop_dio)) < 0 ||
+            (r = read_opt_string(&o, &f, entries, "device/transport", &f.nvme_transport)) < 0)
                 goto fail;
 
         mdp = strdup_printf("block/%s/md", name);
@@ -339,11 +384,12 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 r = -ENOMEM;
                 goto fail;
         }
-        f.kind = kind_from_facts(&f, dir_exists(o.sysfs_root, mdp), dir_exists(o.sysfs_root, dmp),
-                                 dir_exists(o.sysfs_root, lp));
+        f.kind = kind_from_facts(&f, entries ? strv_contains(entries, "md") : dir_exists(o.sysfs_root, mdp),
+                                 entries ? strv_contains(entries, "dm") : dir_exists(o.sysfs_root, dmp),
+                                 entries ? strv_contains(entries, "loop") : dir_exists(o.sysfs_root, lp));
 
         if (f.kind == DEVICE_KIND_RBD &&
-            (r = read_opt_string(&o, &f, "device/config_info", &f.rbd_config_info)) < 0)
+            (r = read_opt_string(&o, &f, entries, "device/config_info", &f.rbd_config_info)) < 0)
                 goto fail;
         if (f.kind == DEVICE_KIND_SCSI && (r = read_iscsi_digest(&o, &f)) < 0)
                 goto fail;
@@ -367,7 +413,8 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         f.declared_stable_writes = f.stable_writes;
 
         if ((r = read_stack(&o, &f, "slaves", &f.slaves)) < 0 ||
-            (r = read_stack(&o, &f, "holders", &f.holders)) < 0 || (r = read_partitions(&o, &f)) < 0)
+            (r = read_stack(&o, &f, "holders", &f.holders)) < 0 ||
+            (r = read_partitions(&o, &f, entries)) < 0)
                 goto fail;
 
         if ((r = read_udev_properties(&o, f.devnum, &f.properties)) < 0)
