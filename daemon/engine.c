@@ -239,6 +239,26 @@ static int engine_decide(Engine *e, EngineDevice *d) {
         return policy_decide(&in, &d->decision);
 }
 
+static int facts_compare(const void *a, const void *b) {
+        return strcmp(((const DeviceFacts *) a)->name, ((const DeviceFacts *) b)->name);
+}
+
+EngineDevice *engine_find_disk(const Engine *e, const char *name) {
+        size_t lo = 0, hi = e->devices ? e->table.n : 0;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(e->table.devices[mid].name, name);
+                if (c == 0)
+                        return &e->devices[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
 static int engine_scan_internal(Engine *e, char *const *disks) {
         DeviceScanOptions so = {
                 .sysfs_root = e->sysfs_root,
@@ -253,6 +273,9 @@ static int engine_scan_internal(Engine *e, char *const *disks) {
         r = disks ? device_table_scan_for(&so, disks, &e->table) : device_table_scan(&so, &e->table);
         if (r < 0)
                 return log_error_errno(r, "Cannot list block devices under %s/block: %m", e->sysfs_root);
+        /* In name order, which engine_find_disk() searches. */
+        if (e->table.n > 1)
+                qsort(e->table.devices, e->table.n, sizeof(DeviceFacts), facts_compare);
 
         for (size_t i = 0; i < e->table.n; i++) {
                 DeviceFacts *f = &e->table.devices[i];
@@ -289,11 +312,10 @@ int engine_scan_for(Engine *e, char *const *disks) {
         return r;
 }
 
-/* The index of disk name in e's table, or -1. The table is in kernel name order (the order
- * of sysfs_list_dir), but compare as strcmp does to stay correct whatever the order. */
+/* The index of disk name in e's table, or -1. */
 static ssize_t engine_index(const Engine *e, const char *name) {
-        DeviceFacts *f = device_table_find(&e->table, name);
-        return f ? f - e->table.devices : -1;
+        EngineDevice *d = engine_find_disk(e, name);
+        return d ? d - e->devices : -1;
 }
 
 /* Marks i and the disks it stacks on (slaves/, the disk under a dio loop's backing file),
@@ -442,16 +464,13 @@ int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
 
 EngineDevice *engine_find(Engine *e, const char *name) {
         _cleanup_free_ char *disk = NULL;
+        EngineDevice *d = engine_find_disk(e, name);
 
-        for (size_t i = 0; i < e->table.n; i++)
-                if (streq(e->devices[i].facts->name, name))
-                        return &e->devices[i];
+        if (d)
+                return d;
         if (device_disk_of(e->sysfs_root, name, &disk) < 0)
                 return NULL;
-        for (size_t i = 0; i < e->table.n; i++)
-                if (streq(e->devices[i].facts->name, disk))
-                        return &e->devices[i];
-        return NULL;
+        return engine_find_disk(e, disk);
 }
 
 void apply_result_done(ApplyResult *r) {

@@ -103,6 +103,10 @@ int engine_scan_for(Engine *e, char *const *disks);
  * -ENOMEM or -errno (same). */
 int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone);
 
+/* The EngineDevice of disk name (not a partition), or NULL; a binary search of the table,
+ * which engine_scan() keeps in name order. */
+EngineDevice *engine_find_disk(const Engine *e, const char *name);
+
 /* The EngineDevice for a disk or partition name, or NULL. */
 EngineDevice *engine_find(Engine *e, const char *name);
 
