@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
+#include <stdio_ext.h>
 #include <systemd/sd-daemon.h>
 
 #include "learned.h"
@@ -16,7 +18,6 @@
 
 static void snapshot_done(DeviceSnapshot *s) {
         free(s->name);
-        free(s->signature);
         free(s->last_error);
         free(s->need_problem);
 }
@@ -58,6 +59,14 @@ static DeviceSnapshot *snapshot_get(Manager *m, const DeviceFacts *f) {
         s[i] = (DeviceSnapshot){ .name = TAKE_PTR(name), .diskseq = f->diskseq, .flag = f->stable_writes };
         m->n_snapshots++;
         return &s[i];
+}
+
+/* FNV-1a: what the Manager keeps of a content it only compares with the next one. */
+static uint64_t fnv1a(const char *buf, size_t size) {
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ (unsigned char) buf[i]) * UINT64_C(1099511628211);
+        return h;
 }
 
 static void emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
@@ -236,6 +245,7 @@ static char *device_signature(Manager *m, const EngineDevice *d) {
 
         if (!s)
                 return NULL;
+        (void) __fsetlocking(s, FSETLOCKING_BYCALLER);
         fprintf(s, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%s|", f->stable_writes, d->class.in_force,
                 d->class.integrity_enforced, d->class.need, d->decision.desired, d->decision.source,
                 d->decision.refused, d->decision.forced, d->managed, d->setting, d->decision.reason ?: "",
@@ -299,10 +309,13 @@ static int manager_write_dump(Manager *m) {
 
         if (!f)
                 return -ENOMEM;
+        (void) __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread: no lock per character */
         manager_dump_json(m, f, true);
         if (fclose(f) != 0)
                 return -ENOMEM;
-        if (m->dump && streq(m->dump, buf))
+        /* A digest of the last content, not a copy of it (a MiB with a thousand disks). */
+        uint64_t digest = fnv1a(buf, size);
+        if (m->dump_written && m->dump_digest == digest)
                 return 0;
         path = path_join(m->engine.runtime_dir, "devices.json");
         if (!path)
@@ -310,8 +323,8 @@ static int manager_write_dump(Manager *m) {
         r = write_file_atomic(path, buf, size, 0644);
         if (r < 0)
                 return r;
-        free(m->dump);
-        m->dump = TAKE_PTR(buf);
+        m->dump_digest = digest;
+        m->dump_written = true;
         return 0;
 }
 
@@ -336,6 +349,7 @@ static void manager_notify_status(Manager *m, const char *extra) {
  * Device events only for the disks with only[i] when only is not NULL (the others did not
  * change). */
 static void manager_publish_devices(Manager *m, const bool *only) {
+        bool any_changed = false;
         int r;
 
         if (m->scanned) {
@@ -356,15 +370,18 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                         log_oom();
                         continue;
                 }
-                bool added = !s->signature, changed = added || !streq(s->signature, sig);
-                free(s->signature);
-                s->signature = sig;
+                uint64_t digest = fnv1a(sig, strlen(sig));
+                free(sig);
+                bool added = !s->published, changed = added || s->signature != digest;
+                s->published = true;
+                s->signature = digest;
                 if (added)
                         log_debug("%s: new %s disk, need %s, stable writes %s, desired %s.", d->facts->name,
                                   device_kind_to_string(d->facts->kind), need_to_string(d->class.need),
                                   d->class.in_force ? "on" : "off", desired_to_string(d->decision.desired));
                 if (changed)
                         emit(m, added ? MANAGER_DEVICE_ADDED : MANAGER_DEVICE_CHANGED, d->facts->name, NULL);
+                any_changed = any_changed || changed;
                 if (d->need_problem && (!s->need_problem || !streq(s->need_problem, d->need_problem)))
                         log_warning("%s", d->need_problem);
                 free(s->need_problem);
@@ -374,7 +391,7 @@ static void manager_publish_devices(Manager *m, const bool *only) {
         /* Disks that are gone: forget them and what we recorded about them. */
         for (size_t i = 0; m->scanned && !only && i < m->n_snapshots;) {
                 DeviceSnapshot *s = &m->snapshots[i];
-                if (device_table_find(&m->engine.table, s->name)) {
+                if (engine_find_disk(&m->engine, s->name)) {
                         i++;
                         continue;
                 }
@@ -383,13 +400,15 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                 if (r < 0)
                         log_warning_errno(r, "%s: cannot remove its record in %s: %m", s->name,
                                           m->engine.runtime_dir);
-                if (s->signature)
+                if (s->published)
                         emit(m, MANAGER_DEVICE_REMOVED, s->name, NULL);
                 snapshot_done(s);
                 memmove(s, s + 1, sizeof(DeviceSnapshot) * (--m->n_snapshots - i));
         }
 
         manager_notify_status(m, NULL);
+        if (only && !any_changed)
+                return; /* the disks of an event are as they were: so is devices.json */
         r = manager_write_dump(m);
         if (r < 0)
                 log_warning_errno(r, "Cannot write %s/devices.json: %m", m->engine.runtime_dir);
@@ -1312,6 +1331,9 @@ static int on_probe_start(sd_event_source *s, void *userdata) {
         r = manager_arm_stall_timers(m);
         if (r < 0)
                 log_error_errno(r, "Cannot arm the stall and metrics timers, stall figures stop: %m");
+        /* Start-up is over: give back what the scan and loading the probe (vmlinux BTF) left
+         * free in the heap. */
+        (void) malloc_trim(0);
         return 0;
 }
 
@@ -1376,7 +1398,6 @@ Manager *manager_free(Manager *m) {
         strv_free(m->uevent_disks);
         free(m->live);
         free(m->status);
-        free(m->dump);
         engine_done(&m->engine);
         return mfree(m);
 }

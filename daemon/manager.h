@@ -59,7 +59,8 @@ typedef struct DeviceSnapshot {
         char *name;
         uint64_t diskseq;
         int flag;           /* queue/stable_writes after our last look */
-        char *signature;    /* everything shown about it, to detect changes */
+        uint64_t signature; /* digest of everything shown about it, to detect changes */
+        bool published;     /* its MANAGER_DEVICE_ADDED was emitted */
         char *last_error;   /* the last apply failure logged, to log each one once */
         char *need_problem; /* the last Need= problem logged, to log each one once */
 } DeviceSnapshot;
@@ -101,8 +102,9 @@ struct Manager {
         size_t n_live;            /* live_usec (CLOCK_MONOTONIC of that iteration) */
         uint64_t live_usec;
 
-        char *status; /* the last STATUS= sent */
-        char *dump;   /* the last content of devices.json */
+        char *status;         /* the last STATUS= sent */
+        uint64_t dump_digest; /* FNV-1a of the last content of devices.json */
+        bool dump_written;
         bool scanned; /* the engine's tables are complete (the last scan succeeded) */
 };
 
