@@ -16,6 +16,7 @@
 struct BusService {
         Manager *manager;
         sd_bus *bus;
+        bool named; /* owns BUS_NAME: before, nobody can address our objects or care for signals */
 };
 
 /* A mutating call waiting for polkit's answer. */
@@ -1089,7 +1090,9 @@ static void on_manager_event(Manager *m, const ManagerEvent *ev, void *userdata)
 
         switch (ev->type) {
         case MANAGER_DEVICE_ADDED:
-                if (path)
+                /* The disks of the first scan are there when the name is taken: announcing each
+                 * (a thousand GetAll-sized signals) would only slow the start. */
+                if (path && b->named)
                         r = sd_bus_emit_object_added(b->bus, path);
                 break;
         case MANAGER_DEVICE_REMOVED:
@@ -1175,6 +1178,7 @@ int bus_service_take_name(BusService *b) {
         int r = sd_bus_request_name(b->bus, BUS_NAME, 0);
         if (r < 0)
                 return log_error_errno(r, "Cannot take the name %s on the system bus: %m", BUS_NAME);
+        b->named = true;
         return 0;
 }
 
