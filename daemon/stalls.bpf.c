@@ -114,8 +114,8 @@ struct waiting {
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 16384);
-        __type(key, __u32); /* thread id */
+        __uint(max_entries, 4096); /* tasks waiting at once; more are counted in `lost` */
+        __type(key, __u32);        /* thread id */
         __type(value, struct waiting);
 } waiting SEC(".maps");
 
