@@ -3,9 +3,11 @@
 """Tables, JSON and plots of tests/bench/run from its raw results.
 
 Usage: report.py RAWDIR OUTDIR [SECTION...]
-RAWDIR holds machine.txt, s1/ (runs.txt and one file of per-write latencies in ns per run) and
-s2/ (startup.txt, events.txt, udev.txt: key=value lines). Writes OUTDIR/writer-latency.json and
-.png (section 1), OUTDIR/daemon-cost.json and .png (section 2), and prints one table per section.
+RAWDIR holds machine.txt, s1/ (runs.txt and one file of per-write latencies in ns per run),
+s2/ (startup.txt, running.txt, events.txt, udev.txt: key=value lines), s3/ (startup.txt,
+overhead.txt: probe-overhead's table) and s4/ (runs.txt and per-commit latencies). Writes
+OUTDIR/writer-latency.json and .png (section 1), daemon-cost.json and .png (section 2),
+probe-cost.json (section 3), sqlite.json and .png (section 4), and prints one table per section.
 The plots need matplotlib (python3-matplotlib); without it they are skipped with a note."""
 
 import json
@@ -175,7 +177,7 @@ def section2(raw, out, m):
     print("Section 2: the cost of the daemon (stablepagesd) and, side by side, tuned and a udev rule")
     print(machine_line(m))
     startup = []
-    whos = ("stablepagesd", "stablepagesd-noprobe", "tuned")
+    whos = ("stablepagesd", "stablepagesd-noprobe", "stablepagesd-base", "tuned")
     for n in sorted({s["n"] for s in starts}):
         row = dict(bench_devices=n, block_devices=max(s["total"] for s in starts if s["n"] == n))
         for who in whos:
@@ -194,6 +196,8 @@ def section2(raw, out, m):
                             raw=[{k: v for k, v in s.items() if k not in ("who", "n", "total")} for s in ss])
         startup.append(row)
     rows = []
+    whos = tuple(w for w in ("stablepagesd", "stablepagesd-noprobe", "stablepagesd-base", "tuned")
+                 if any(w in r for r in startup))
     for r in startup:
         base = r.get("stablepagesd")
         for who in whos:
@@ -213,8 +217,9 @@ def section2(raw, out, m):
                  "RSS", "PSS", "vs stablepagesd: start min / CPU / RSS"])
     print("starts per cell: %d, rotating order; READY=1 = sd_notify; bus name = owner of its name on the system "
           "bus (tuned takes it after applying its profile); CPU = run time of its threads (schedstat) and RSS/PSS, "
-          "0.5 s after; -noprobe = STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1 (no BPF stall probe)"
-          % max((r[w]["starts"] for r in startup for w in whos if w in r), default=0))
+          "0.5 s after; -noprobe = STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1 (no BPF stall probe); -base = the "
+          "baseline build (%s)"
+          % (max((r[w]["starts"] for r in startup for w in whos if w in r), default=0), m.get("baseline", "none")))
     growth = {}
     if len(startup) >= 2:
         lo, hi = startup[0], startup[-1]
@@ -230,10 +235,42 @@ def section2(raw, out, m):
                           f"RSS {g['rss_kib_per_device']} KiB" for w, g in growth.items()))
     doc.update(startup=startup, growth=growth)
 
+    # uevents at each size: "WHO N TOTAL NAME key=value..."
+    uevents = []
+    path = os.path.join(raw, "s2", "running.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                who, n, total, name, rest = line.split(" ", 4)
+                e = kv(rest)
+                uevents.append(dict(who=who, bench_devices=int(n), block_devices=int(total), workload=name,
+                                    count=int(e["count"]), wall_ms=int(e["wall_ms"]), cpu_ms_stat=int(e["cpu_ms"]),
+                                    cpu_us_sched=int(e["sched_us"]),
+                                    cpu_us_per_event=round(e["sched_us"] / e["count"], 1)))
+    if uevents:
+        print()
+        print("Daemon CPU per change uevent (schedstat), isolated (120 ms apart) and in a burst, at each size")
+        rows = []
+        for n in sorted({u["bench_devices"] for u in uevents}):
+            get = lambda who, wl: next((u for u in uevents if u["bench_devices"] == n and u["who"] == who
+                                        and u["workload"] == wl), None)
+            iso, burst = get("stablepagesd", "uevents-isolated"), get("stablepagesd", "uevents-burst")
+            biso, bburst = get("stablepagesd-base", "uevents-isolated"), get("stablepagesd-base", "uevents-burst")
+            if not iso:
+                continue
+            rows.append([f"{n} ({iso['block_devices']})", f"{iso['count']}", fmt_us(iso["cpu_us_per_event"]),
+                         fmt_us(biso["cpu_us_per_event"]) if biso else "-",
+                         fmt_ratio(ratio(biso["cpu_us_per_event"], iso["cpu_us_per_event"])) if biso else "-",
+                         f"{burst['count']}" if burst else "-",
+                         fmt_us(burst["cpu_us_per_event"]) if burst else "-",
+                         fmt_us(bburst["cpu_us_per_event"]) if bburst else "-"])
+        table(rows, ["bench (all) devs", "isolated n", "isolated/event", "baseline", "baseline/this",
+                     "burst n", "burst/event", "baseline"])
+    doc["uevents"] = uevents
+
     costs = {}
     if events:
         n_dev = startup[-1]["block_devices"]
-        idle = events.get("idle-3s", {})
         print()
         print(f"Running costs with {startup[-1]['bench_devices']} bench devices ({n_dev} block devices); "
               f"daemon RSS {events['running']['rss_kib'] / 1024:.1f} MiB at READY, "
@@ -259,9 +296,22 @@ def section2(raw, out, m):
             print(f"ListDevices, {int(ld['clients'])} concurrent clients, {int(ld['calls'])} calls, "
                   f"{n_dev} block devices: p50 {fmt_us(ld['p50_us'])}, p99 {fmt_us(ld['p99_us'])}, "
                   f"max {fmt_us(ld['max_us'])}, {ld['calls_per_s']:.0f} calls/s, failed {int(ld['failed'])}")
+        for name, label in (("getstalls", "GetStalls(disk)"), ("getall", "Device Properties.GetAll")):
+            c = events.get(name)
+            if not c:
+                continue
+            calls = c["clients"] * c["calls"]
+            costs[name] = {k: c[k] for k in ("clients", "calls", "done", "failed", "p50_us", "p99_us", "max_us",
+                                             "daemon_sched_us")}
+            costs[name]["daemon_cpu_us_per_call"] = round(c["daemon_sched_us"] / calls, 1)
+            print(f"{label}, live stall counts, 1 client, {int(calls)} calls, {n_dev} block devices: "
+                  f"p50 {fmt_us(c['p50_us'])}, p99 {fmt_us(c['p99_us'])}, max {fmt_us(c['max_us'])}; "
+                  f"daemon CPU {fmt_us(c['daemon_sched_us'] / calls)} per call")
     if udev:
-        per_event = costs.get("uevents-burst", {}).get("cpu_us_per_item")
-        per_iso = costs.get("uevents-isolated", {}).get("cpu_us_per_item")
+        last = [u for u in uevents if u["who"] == "stablepagesd" and
+                u["bench_devices"] == max(x["bench_devices"] for x in uevents)]
+        per_event = next((u["cpu_us_per_event"] for u in last if u["workload"] == "uevents-burst"), None)
+        per_iso = next((u["cpu_us_per_event"] for u in last if u["workload"] == "uevents-isolated"), None)
         print()
         rows = []
         items = [("stablepagesd daemon, burst", per_event), ("stablepagesd daemon, isolated events", per_iso)]
@@ -294,7 +344,8 @@ def plot2(startup, out, m):
         print("(no matplotlib: daemon-cost.png not written)")
         return
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    for who, color in (("stablepagesd", "tab:green"), ("stablepagesd-noprobe", "tab:olive"), ("tuned", "tab:gray")):
+    for who, color in (("stablepagesd", "tab:green"), ("stablepagesd-noprobe", "tab:olive"),
+                       ("stablepagesd-base", "tab:purple"), ("tuned", "tab:gray")):
         rs = [r for r in startup if who in r]
         if not rs:
             continue
@@ -317,16 +368,139 @@ def plot2(startup, out, m):
     plt.close(fig)
 
 
+def section3(raw, out, m):
+    starts = {}
+    with open(os.path.join(raw, "s3", "startup.txt")) as f:
+        for line in f:
+            name, _, rest = line.rstrip("\n").partition(" ")
+            starts.setdefault(name, []).append(kv(rest))
+    inproc = starts.get("inproc", [])
+    doc = dict(machine=m, section="probe-cost")
+    print()
+    print("Section 3: the stall probe's cost")
+    print(machine_line(m))
+    if inproc:
+        cpu = sorted(x["cpu_us"] for x in inproc)
+        doc["startup"] = dict(starts=len(cpu), cpu_ms_median=round(statistics.median(cpu) / 1000, 1),
+                              cpu_ms_min=round(cpu[0] / 1000, 1), cpu_ms_max=round(cpu[-1] / 1000, 1),
+                              wall_ms_median=round(statistics.median(x["wall_us"] for x in inproc) / 1000, 1),
+                              raw=inproc)
+        print(f"start-up (stall_probe_new(), {len(cpu)} starts): CPU median {cpu[len(cpu) // 2] / 1000:.1f} ms "
+              f"(min {cpu[0] / 1000:.1f}, max {cpu[-1] / 1000:.1f}), wall median "
+              f"{doc['startup']['wall_ms_median']:.1f} ms")
+    for who in ("process-this", "process-base"):
+        if who in starts:
+            doc[who] = starts[who][0]
+    if "process-this" in starts:
+        t = starts["process-this"][0]["cpu_us_per_run"]
+        b = starts.get("process-base", [{}])[0].get("cpu_us_per_run")
+        print(f"whole process (stall-probe-dump --duration 0, exec to exit, 10 runs): {t / 1000:.1f} ms CPU per run"
+              + (f"; baseline ({m.get('baseline', '?')}): {b / 1000:.1f} ms, {fmt_ratio(ratio(b, t))} of this"
+                 if b else ""))
+    rows, spread = [], {}
+    path = os.path.join(raw, "s3", "overhead.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+        doc["overhead_text"] = text
+        section = None
+        for line in text.splitlines():
+            mm = re.match(r"(.*?)\s+([0-9]+)\s+([0-9]+)\s+([0-9]+)\s+([0-9.]+)\s+([0-9.]+)$", line)
+            if mm and not line.startswith(" "):
+                rows.append(dict(workload=mm.group(1).strip(), none=float(mm.group(2)), bpf=float(mm.group(3)),
+                                 tracefs=float(mm.group(4)), bpf_ratio=float(mm.group(5)),
+                                 tracefs_ratio=float(mm.group(6))))
+            sm = re.match(r"(.*\))\s+([0-9]+-[0-9]+) \| ([0-9]+-[0-9]+) \| ([0-9]+-[0-9]+)$", line)
+            if sm:
+                spread[sm.group(1).strip()] = dict(none=sm.group(2), bpf=sm.group(3), tracefs=sm.group(4))
+        for r in rows:
+            r["spread"] = spread.get(r["workload"])
+        doc["overhead"] = rows
+        print(text.rstrip())
+    with open(os.path.join(out, "probe-cost.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def section4(raw, out, m):
+    runs = []
+    with open(os.path.join(raw, "s4", "runs.txt")) as f:
+        for line in f:
+            cond, rnd, flag, rawfile, rest = line.split(" ", 4)
+            with open(os.path.join(raw, "s4", rawfile)) as g:
+                lat_us = [int(x) / 1000 for x in g if x.strip()]
+            version = re.search(r"sqlite=(\S+)", rest)
+            runs.append(dict(cond=cond, round=int(rnd), flag_at_mount=int(flag), lat_us=lat_us,
+                             sqlite=version.group(1) if version else "?",
+                             **kv(re.sub(r"sqlite=\S+", "", rest))))
+    cell = dict(sqlite=runs[0]["sqlite"] if runs else "?")
+    for cond in "ab":
+        rs = [r for r in runs if r["cond"] == cond]
+        lat = sorted(x for r in rs for x in r["lat_us"])
+        cell[cond] = dict(flag_at_mount=rs[0]["flag_at_mount"] if rs else None, runs=len(rs), commits=len(lat),
+                          p50_us=round(pct(lat, 0.5), 1), p99_us=round(pct(lat, 0.99), 1),
+                          max_us=round(lat[-1], 1) if lat else 0, over_10ms=sum(1 for x in lat if x > 10000),
+                          per_run=[dict(round=r["round"], commits=int(r["writes"]), p50_us=r["p50_us"],
+                                        p99_us=r["p99_us"], max_us=r["max_us"]) for r in rs])
+    for k in ("p50_us", "p99_us", "max_us"):
+        cell["ratio_" + k[:-3]] = round(ratio(cell["a"][k], cell["b"][k]), 1)
+    print()
+    print(f"Section 4: SQLite {cell['sqlite']} WAL commits (synchronous=NORMAL, one per ms) on ext4, "
+          "(a) stable_writes=1 at mount vs (b) after the applier")
+    print(machine_line(m))
+    rows = []
+    for cond, label in (("a", "(a) stable_writes=1"), ("b", "(b) after the applier")):
+        c = cell[cond]
+        rows.append([label, c["runs"], c["commits"], fmt_us(c["p50_us"]), fmt_us(c["p99_us"]), fmt_us(c["max_us"]),
+                     c["over_10ms"]])
+    rows.append(["a/b", "", "", fmt_ratio(cell["ratio_p50"]), fmt_ratio(cell["ratio_p99"]),
+                 fmt_ratio(cell["ratio_max"]), ""])
+    table(rows, ["condition", "runs", "commits", "p50", "p99", "max", ">10ms"])
+    doc = dict(machine=m, section="sqlite",
+               method=("Python's sqlite3 module (Debian's libsqlite3) committing one INSERT of 100 bytes per ms in "
+                       "WAL mode, synchronous=NORMAL, on ext4 on a loop device, while a flusher in a blkio-throttled "
+                       "cgroup keeps the WAL file under writeback (sync_file_range); per-commit latency from the "
+                       "INSERT to the end of the COMMIT; (a) stable_writes=1 at mount, (b) after the one-shot applier "
+                       "of units/60-stablepages.rules (Policy=latency); runs alternate a, b"),
+               cell={k: v for k, v in cell.items()})
+    with open(os.path.join(out, "sqlite.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib: sqlite.png not written)")
+        return
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for cond, color, label in (("a", "tab:red", "(a) stable writes at mount"), ("b", "tab:blue", "(b) stablepages: off")):
+        lat = sorted(x for r in runs if r["cond"] == cond for x in r["lat_us"])
+        if lat:
+            ax.plot([x / 1000 for x in lat], [(i + 1) / len(lat) for i in range(len(lat))], color=color, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("per-commit latency (ms)")
+    ax.set_ylabel("fraction of commits")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle(f"SQLite WAL commits under throttled writeback, {m['kernel']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "sqlite.png"), dpi=100)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    raw, out, sections = sys.argv[1], sys.argv[2], sys.argv[3:] or ["1", "2"]
+    raw, out, sections = sys.argv[1], sys.argv[2], sys.argv[3:] or ["1", "2", "3", "4"]
     m = machine(raw)
     if "1" in sections:
         section1(raw, out, m)
     if "2" in sections:
         section2(raw, out, m)
+    if "3" in sections:
+        section3(raw, out, m)
+    if "4" in sections:
+        section4(raw, out, m)
     return 0
 
 
