@@ -1082,7 +1082,7 @@ static int manager_live_stalls(Manager *m, const StallStats **ret, size_t *ret_n
 
         if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
                 now = now_usec_monotonic(); /* not in the loop yet */
-        if (!m->live || m->live_usec != now) {
+        if (!m->live_valid || m->live_usec != now) {
                 _cleanup_free_ StallStats *list = NULL;
                 size_t n = 0;
 
@@ -1093,6 +1093,7 @@ static int manager_live_stalls(Manager *m, const StallStats **ret, size_t *ret_n
                 m->live = TAKE_PTR(list);
                 m->n_live = n;
                 m->live_usec = now;
+                m->live_valid = true; /* also with no waits at all (list NULL) */
         }
         *ret = m->live;
         *ret_n = m->n_live;
@@ -1149,7 +1150,7 @@ int manager_reset_stalls(Manager *m, const char *name) {
         r = stall_probe_reset(m->probe, devnum);
         if (r < 0)
                 return r;
-        m->live = mfree(m->live); /* read again after the reset */
+        m->live_valid = false; /* read again after the reset */
         for (size_t i = 0; i < m->n_stalls; i++) {
                 DeviceStalls *s = &m->stalls[i];
                 if (devnum != 0 && s->devnum != devnum)

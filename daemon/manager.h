@@ -101,6 +101,7 @@ struct Manager {
         StallStats *live;         /* the probe's counts read in the event loop iteration */
         size_t n_live;            /* live_usec (CLOCK_MONOTONIC of that iteration) */
         uint64_t live_usec;
+        bool live_valid;
 
         char *status;         /* the last STATUS= sent */
         uint64_t dump_digest; /* FNV-1a of the last content of devices.json */
