@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <limits.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -28,6 +29,13 @@ static int add_error(DeviceFacts *f, const char *attr, int error) {
 }
 
 /* Reads an optional string attribute of the disk into *ret (NULL when absent). */
+/* The directory of the disk being read: its descriptor (attributes are opened relative to it)
+ * and its listing (NULL when it could not be listed). */
+typedef struct DiskDir {
+        int fd;
+        char **entries;
+} DiskDir;
+
 /* Whether attr ("md/level") lies in a directory that entries (the disk's directory listing,
  * NULL when unknown) shows does not exist: then it is absent, with no need to open it. */
 static bool in_absent_dir(char *const *entries, const char *attr) {
@@ -40,16 +48,13 @@ static bool in_absent_dir(char *const *entries, const char *attr) {
         return true;
 }
 
-static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, char *const *entries,
-                           const char *attr, char **ret) {
-        if (in_absent_dir(entries, attr)) {
+static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd, const char *attr,
+                           char **ret) {
+        if (in_absent_dir(dd->entries, attr)) {
                 *ret = NULL;
                 return 0;
         }
-        _cleanup_free_ char *p = strdup_printf("block/%s/%s", f->name, attr);
-        if (!p)
-                return -ENOMEM;
-        int r = sysfs_read_string(o->sysfs_root, p, ret);
+        int r = sysfs_read_string_at(dd->fd, attr, ret);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -61,10 +66,10 @@ static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, char *con
 }
 
 /* Reads an optional 0/1 attribute into *ret (ATTR_ABSENT when absent or unparsable). */
-static int read_opt_bool(const DeviceScanOptions *o, DeviceFacts *f, char *const *entries, const char *attr,
+static int read_opt_bool(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd, const char *attr,
                          int *ret) {
         _cleanup_free_ char *s = NULL;
-        int r = read_opt_string(o, f, entries, attr, &s);
+        int r = read_opt_string(o, f, dd, attr, &s);
         if (r < 0)
                 return r;
         *ret = ATTR_ABSENT;
@@ -110,10 +115,9 @@ static DeviceKind kind_from_facts(const DeviceFacts *f, bool has_md, bool has_dm
         return DEVICE_KIND_OTHER;
 }
 
-static bool dir_exists(const char *root, const char *path) {
-        _cleanup_free_ char *p = path_join(root, path);
+static bool dir_exists(int dirfd, const char *path) {
         struct stat st;
-        return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+        return fstatat(dirfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
 int device_disk_of(const char *sysfs_root, const char *name, char **ret) {
@@ -156,14 +160,12 @@ int device_disk_of(const char *sysfs_root, const char *name, char **ret) {
 }
 
 /* Lists slaves/ or holders/ and maps partitions to their disks. */
-static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const char *dir, char ***ret) {
+static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd, const char *dir,
+                      char ***ret) {
         _cleanup_strv_free_ char **names = NULL, **disks = NULL;
-        _cleanup_free_ char *p = strdup_printf("block/%s/%s", f->name, dir);
         int r;
 
-        if (!p)
-                return -ENOMEM;
-        r = sysfs_list_dir(o->sysfs_root, p, &names);
+        r = sysfs_list_dir_at(dd->fd, dir, &names);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -184,23 +186,24 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const char *di
 /* Appends the partitions of disk (entries of block/DISK with a "partition" file and a
  * readable "dev") to *partitions. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
  * listed. */
-static int list_partitions_in(const char *sysfs_root, const char *disk, char *const *entries,
-                              Partition **partitions, size_t *n) {
+/* The same, with the disk's directory open as dirfd and listed in entries. */
+static int list_partitions_in(int dirfd, const char *disk, char *const *entries, Partition **partitions,
+                              size_t *n) {
         STRV_FOREACH (e, entries) {
                 /* The kernel names a partition after its disk ("sda1", "nvme0n1p1"): the other
                  * entries (attributes, queue/, holders/...) need no look. */
                 if (!startswith(*e, disk))
                         continue;
-                _cleanup_free_ char *pp = strdup_printf("block/%s/%s/partition", disk, *e);
-                _cleanup_free_ char *dp = strdup_printf("block/%s/%s/dev", disk, *e);
-                _cleanup_free_ char *dev = NULL, *full = NULL;
+                _cleanup_free_ char *pp = strdup_printf("%s/partition", *e);
+                _cleanup_free_ char *dp = strdup_printf("%s/dev", *e);
+                _cleanup_free_ char *dev = NULL;
                 dev_t devnum;
 
-                if (!pp || !dp || !(full = path_join(sysfs_root, pp)))
+                if (!pp || !dp)
                         return -ENOMEM;
-                if (access(full, F_OK) < 0)
+                if (faccessat(dirfd, pp, F_OK, 0) < 0)
                         continue;
-                if (sysfs_read_string(sysfs_root, dp, &dev) < 0 || parse_devnum(dev, &devnum) < 0)
+                if (sysfs_read_string_at(dirfd, dp, &dev) < 0 || parse_devnum(dev, &devnum) < 0)
                         continue;
                 Partition *m = realloc(*partitions, sizeof(Partition) * (*n + 1));
                 if (!m)
@@ -216,21 +219,26 @@ static int list_partitions_in(const char *sysfs_root, const char *disk, char *co
 
 static int list_partitions(const char *sysfs_root, const char *disk, Partition **partitions, size_t *n) {
         _cleanup_strv_free_ char **entries = NULL;
-        _cleanup_free_ char *p = strdup_printf("block/%s", disk);
+        _cleanup_free_ char *full = strdup_printf("%s/block/%s", sysfs_root, disk);
+        _cleanup_close_ int fd = -EBADF;
         int r;
 
-        if (!p)
+        if (!full)
                 return -ENOMEM;
-        r = sysfs_list_dir(sysfs_root, p, &entries);
+        fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        r = sysfs_list_dir_at(fd, ".", &entries);
         if (r < 0)
                 return r;
-        return list_partitions_in(sysfs_root, disk, entries, partitions, n);
+        return list_partitions_in(fd, disk, entries, partitions, n);
 }
 
-static int read_partitions(const DeviceScanOptions *o, DeviceFacts *f, char *const *entries) {
-        int r = entries ? list_partitions_in(o->sysfs_root, f->name, entries, &f->partitions,
-                                             &f->n_partitions)
-                        : list_partitions(o->sysfs_root, f->name, &f->partitions, &f->n_partitions);
+static int read_partitions(DeviceFacts *f, const DiskDir *dd) {
+        /* Without a listing of the disk's directory its partitions cannot be known. */
+        int r = dd->entries
+                        ? list_partitions_in(dd->fd, f->name, dd->entries, &f->partitions, &f->n_partitions)
+                        : -EIO;
         if (r < 0 && r != -ENOMEM)
                 return add_error(f, "partitions", r);
         return r;
@@ -313,8 +321,10 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 .md_skip_copy = ATTR_ABSENT,
                 .loop_dio = ATTR_ABSENT,
         };
-        _cleanup_free_ char *dev = NULL, *seq = NULL, *link = NULL, *mdp = NULL, *dmp = NULL, *lp = NULL;
+        _cleanup_free_ char *dev = NULL, *seq = NULL, *link = NULL, *dir = NULL;
         _cleanup_strv_free_ char **entries = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        DiskDir dd = {};
         int r;
 
         if (!o.sysfs_root)
@@ -328,27 +338,35 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         if (!f.name)
                 return -ENOMEM;
 
-        /* The disk's directory, listed once: what is not in it (md/, dm/, loop/, device/...) is
-         * absent without opening it, and partitions are among its entries. */
-        _cleanup_free_ char *dir = strdup_printf("block/%s", name);
+        /* The disk's directory, open once (its attributes are opened relative to it, without
+         * walking /sys/block/NAME again each time) and listed once: what is not in it (md/, dm/,
+         * loop/, device/...) is absent without opening it, and partitions are among its
+         * entries. */
+        dir = strdup_printf("%s/block/%s", o.sysfs_root, name);
         if (!dir) {
                 r = -ENOMEM;
                 goto fail;
         }
-        r = sysfs_list_dir(o.sysfs_root, dir, &entries);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) {
+                r = errno == ENOTDIR ? -ENOENT : -errno; /* not a disk's directory */
+                goto fail;
+        }
+        r = sysfs_list_dir_at(fd, ".", &entries);
         if (r == -ENOMEM)
                 goto fail;
         if (r < 0)
                 entries = strv_free(entries); /* unknown: read every attribute */
+        dd = (DiskDir){ .fd = fd, .entries = entries };
 
-        r = read_opt_string(&o, &f, entries, "dev", &dev);
+        r = read_opt_string(&o, &f, &dd, "dev", &dev);
         if (r < 0)
                 goto fail;
         if (!dev || parse_devnum(dev, &f.devnum) < 0) {
                 r = -ENOENT;
                 goto fail;
         }
-        r = read_opt_string(&o, &f, entries, "diskseq", &seq);
+        r = read_opt_string(&o, &f, &dd, "diskseq", &seq);
         if (r < 0)
                 goto fail;
         if (seq)
@@ -362,34 +380,27 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         if (!entries || strv_contains(entries, "device"))
                 (void) sysfs_read_link_basename(o.sysfs_root, link, &f.driver);
 
-        if ((r = read_opt_bool(&o, &f, entries, "queue/stable_writes", &f.stable_writes)) < 0 ||
-            (r = read_opt_string(&o, &f, entries, "integrity/format", &f.integrity_format)) < 0 ||
-            (r = read_opt_bool(&o, &f, entries, "integrity/write_generate", &f.write_generate)) < 0 ||
-            (r = read_opt_bool(&o, &f, entries, "integrity/read_verify", &f.read_verify)) < 0 ||
-            (r = read_opt_bool(&o, &f, entries, "integrity/device_is_integrity_capable",
-                               &f.integrity_capable)) < 0 ||
-            (r = read_opt_string(&o, &f, entries, "md/level", &f.md_level)) < 0 ||
-            (r = read_opt_bool(&o, &f, entries, "md/skip_copy", &f.md_skip_copy)) < 0 ||
-            (r = read_opt_string(&o, &f, entries, "dm/name", &f.dm_name)) < 0 ||
-            (r = read_opt_string(&o, &f, entries, "dm/uuid", &f.dm_uuid)) < 0 ||
-            (r = read_opt_string(&o, &f, entries, "loop/backing_file", &f.loop_backing_file)) < 0 ||
-            (r = read_opt_bool(&o, &f, entries, "loop/dio", &f.loop_dio)) < 0 ||
-            (r = read_opt_string(&o, &f, entries, "device/transport", &f.nvme_transport)) < 0)
+        if ((r = read_opt_bool(&o, &f, &dd, "queue/stable_writes", &f.stable_writes)) < 0 ||
+            (r = read_opt_string(&o, &f, &dd, "integrity/format", &f.integrity_format)) < 0 ||
+            (r = read_opt_bool(&o, &f, &dd, "integrity/write_generate", &f.write_generate)) < 0 ||
+            (r = read_opt_bool(&o, &f, &dd, "integrity/read_verify", &f.read_verify)) < 0 ||
+            (r = read_opt_bool(&o, &f, &dd, "integrity/device_is_integrity_capable", &f.integrity_capable)) <
+                    0 ||
+            (r = read_opt_string(&o, &f, &dd, "md/level", &f.md_level)) < 0 ||
+            (r = read_opt_bool(&o, &f, &dd, "md/skip_copy", &f.md_skip_copy)) < 0 ||
+            (r = read_opt_string(&o, &f, &dd, "dm/name", &f.dm_name)) < 0 ||
+            (r = read_opt_string(&o, &f, &dd, "dm/uuid", &f.dm_uuid)) < 0 ||
+            (r = read_opt_string(&o, &f, &dd, "loop/backing_file", &f.loop_backing_file)) < 0 ||
+            (r = read_opt_bool(&o, &f, &dd, "loop/dio", &f.loop_dio)) < 0 ||
+            (r = read_opt_string(&o, &f, &dd, "device/transport", &f.nvme_transport)) < 0)
                 goto fail;
 
-        mdp = strdup_printf("block/%s/md", name);
-        dmp = strdup_printf("block/%s/dm", name);
-        lp = strdup_printf("block/%s/loop", name);
-        if (!mdp || !dmp || !lp) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        f.kind = kind_from_facts(&f, entries ? strv_contains(entries, "md") : dir_exists(o.sysfs_root, mdp),
-                                 entries ? strv_contains(entries, "dm") : dir_exists(o.sysfs_root, dmp),
-                                 entries ? strv_contains(entries, "loop") : dir_exists(o.sysfs_root, lp));
+        f.kind = kind_from_facts(&f, entries ? strv_contains(entries, "md") : dir_exists(fd, "md"),
+                                 entries ? strv_contains(entries, "dm") : dir_exists(fd, "dm"),
+                                 entries ? strv_contains(entries, "loop") : dir_exists(fd, "loop"));
 
         if (f.kind == DEVICE_KIND_RBD &&
-            (r = read_opt_string(&o, &f, entries, "device/config_info", &f.rbd_config_info)) < 0)
+            (r = read_opt_string(&o, &f, &dd, "device/config_info", &f.rbd_config_info)) < 0)
                 goto fail;
         if (f.kind == DEVICE_KIND_SCSI && (r = read_iscsi_digest(&o, &f)) < 0)
                 goto fail;
@@ -412,9 +423,8 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
 
         f.declared_stable_writes = f.stable_writes;
 
-        if ((r = read_stack(&o, &f, "slaves", &f.slaves)) < 0 ||
-            (r = read_stack(&o, &f, "holders", &f.holders)) < 0 ||
-            (r = read_partitions(&o, &f, entries)) < 0)
+        if ((r = read_stack(&o, &f, &dd, "slaves", &f.slaves)) < 0 ||
+            (r = read_stack(&o, &f, &dd, "holders", &f.holders)) < 0 || (r = read_partitions(&f, &dd)) < 0)
                 goto fail;
 
         if ((r = read_udev_properties(&o, f.devnum, &f.properties)) < 0)

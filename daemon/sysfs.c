@@ -8,17 +8,22 @@
 
 int sysfs_read_string(const char *root, const char *path, char **ret) {
         _cleanup_free_ char *p = path_join(root, path);
+
+        if (!p)
+                return -ENOMEM;
+        return sysfs_read_string_at(AT_FDCWD, p, ret);
+}
+
+int sysfs_read_string_at(int dirfd, const char *path, char **ret) {
         _cleanup_close_ int fd = -EBADF;
         char buf[4096];
         ssize_t k;
 
-        if (!p)
-                return -ENOMEM;
         /* O_NONBLOCK: something else than an attribute in its place (a FIFO under a test
          * root) must not block the daemon's only thread. One read(): a sysfs attribute comes
          * whole (open, read, close: the fewest system calls, which is what a scan of a
          * thousand disks costs). */
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
         do
@@ -81,17 +86,27 @@ int sysfs_read_link_basename(const char *root, const char *path, char **ret) {
 
 int sysfs_list_dir(const char *root, const char *path, char ***ret) {
         _cleanup_free_ char *p = path_join(root, path);
-        _cleanup_strv_free_ char **l = NULL;
-        DIR *d;
 
         if (!p)
                 return -ENOMEM;
-        d = opendir(p);
-        if (!d) {
+        return sysfs_list_dir_at(AT_FDCWD, p, ret);
+}
+
+int sysfs_list_dir_at(int dirfd, const char *path, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+        DIR *d;
+
+        if (fd < 0) {
                 if (errno == ENOENT) {
                         *ret = NULL;
                         return 0;
                 }
+                return -errno;
+        }
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
                 return -errno;
         }
         for (struct dirent *de; (de = readdir(d));) {

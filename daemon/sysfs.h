@@ -12,6 +12,10 @@
  * the attribute does not exist (normal: kernels differ), or another -errno. */
 int sysfs_read_string(const char *root, const char *path, char **ret);
 
+/* The same for path relative to the directory dirfd (or AT_FDCWD): a disk's attributes read
+ * through its directory's descriptor skip the walk of /sys/block/NAME each time. */
+int sysfs_read_string_at(int dirfd, const char *path, char **ret);
+
 /* Reads an integer attribute ("0", "1", "42"). Returns 0, -ENOENT, -EINVAL (unparsable)
  * or another -errno. */
 int sysfs_read_int(const char *root, const char *path, long long *ret);
@@ -25,6 +29,9 @@ int sysfs_read_link_basename(const char *root, const char *path, char **ret);
 /* Sorted names of the entries of directory root/path (no "." or ".."). A missing directory
  * gives an empty list and 0. Returns 0 or -errno. */
 int sysfs_list_dir(const char *root, const char *path, char ***ret);
+
+/* The same for path relative to the directory dirfd (or AT_FDCWD). */
+int sysfs_list_dir_at(int dirfd, const char *path, char ***ret);
 
 /* Parses an attribute holding 0/1 (as "0\n"). Returns 0/1 or -EINVAL. */
 int sysfs_parse_bool01(const char *value);

@@ -11,11 +11,13 @@
 #include "fault.h"
 
 int __real_open64(const char *path, int flags, ...);
+int __real_openat64(int dirfd, const char *path, int flags, ...);
 FILE *__real_fopen64(const char *path, const char *mode);
 ssize_t __real_write(int fd, const void *buf, size_t n);
 ssize_t __real_read(int fd, void *buf, size_t n);
 
 int __wrap_open64(const char *path, int flags, ...);
+int __wrap_openat64(int dirfd, const char *path, int flags, ...);
 FILE *__wrap_fopen64(const char *path, const char *mode);
 ssize_t __wrap_write(int fd, const void *buf, size_t n);
 ssize_t __wrap_read(int fd, void *buf, size_t n);
@@ -90,6 +92,28 @@ int __wrap_open64(const char *path, int flags, ...) {
         }
         fire_open(path);
         return __real_open64(path, flags, mode);
+}
+
+static bool fd_path(int fd, char *target);
+
+int __wrap_openat64(int dirfd, const char *path, int flags, ...) {
+        char full[PATH_MAX];
+        mode_t mode = 0;
+
+        if (flags & (O_CREAT | __O_TMPFILE)) {
+                va_list ap;
+                va_start(ap, flags);
+                mode = (mode_t) va_arg(ap, int);
+                va_end(ap);
+        }
+        /* Relative to a directory: match the path it stands for. */
+        if (dirfd != AT_FDCWD && path[0] != '/' && fd_path(dirfd, full)) {
+                size_t k = strlen(full);
+                snprintf(full + k, sizeof full - k, "/%s", path);
+                fire_open(full);
+        } else
+                fire_open(path);
+        return __real_openat64(dirfd, path, flags, mode);
 }
 
 FILE *__wrap_fopen64(const char *path, const char *mode) {

@@ -2,11 +2,12 @@
 #pragma once
 
 /* Deterministic fault injection for unit tests linked with
- *     -Wl,--wrap=open64,--wrap=fopen64,--wrap=write,--wrap=read
+ *     -Wl,--wrap=open64,--wrap=openat64,--wrap=fopen64,--wrap=write,--wrap=read
  * (see tests/meson.build): the code under test calls the wrappers below instead of libc.
  * One fault is armed at a time; it fires for paths ending in its suffix:
  *
- * - before_open: runs just before open()/fopen() of such a path, so a test can make the
+ * - before_open: runs just before open()/openat()/fopen() of such a path (openat() relative to
+ *   a directory matches the directory's path joined with it), so a test can make the
  *   file vanish, or replace it, exactly between the caller's listing/stat and its open;
  * - write_errno: write() to an fd open on such a path fails with that errno, or (swallow)
  *   reports success without writing anything;
