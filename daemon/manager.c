@@ -426,6 +426,9 @@ int manager_reconcile(Manager *m) {
         }
         r = manager_apply_all(m, NULL);
         manager_publish(m);
+        /* A full scan replaced every disk's facts and decisions: give back the heap the old
+         * ones leave in pieces (RSS grew from 6 to 14 MiB over ten rescans of 1,024 disks). */
+        (void) malloc_trim(0);
         if (r < 0)
                 return log_oom();
         if (m->remount && m->engine.config.apply_mounted == APPLY_MOUNTED_REMOUNT_IDLE)
@@ -1269,6 +1272,11 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         sigset_t mask;
         int r;
+
+        /* Large buffers (a ListDevices reply of a thousand disks, devices.json) straight from
+         * mmap() and back to the kernel when freed: glibc otherwise raises this threshold after
+         * the first such free and keeps them in the heap for good. */
+        (void) mallopt(M_MMAP_THRESHOLD, 64 * 1024);
 
         m = calloc(1, sizeof(Manager));
         if (!m)
