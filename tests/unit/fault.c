@@ -81,15 +81,17 @@ unsigned fault_hits(void) {
         return fault_count;
 }
 
-int __wrap_open64(const char *path, int flags, ...) {
-        mode_t mode = 0;
+/* The mode argument of open() and openat(), there only with O_CREAT or O_TMPFILE. */
+static mode_t open_mode(int flags, va_list ap) {
+        return flags & (O_CREAT | __O_TMPFILE) ? (mode_t) va_arg(ap, int) : 0;
+}
 
-        if (flags & (O_CREAT | __O_TMPFILE)) {
-                va_list ap;
-                va_start(ap, flags);
-                mode = (mode_t) va_arg(ap, int);
-                va_end(ap);
-        }
+int __wrap_open64(const char *path, int flags, ...) {
+        va_list ap;
+        va_start(ap, flags);
+        mode_t mode = open_mode(flags, ap);
+        va_end(ap);
+
         fire_open(path);
         return __real_open64(path, flags, mode);
 }
@@ -98,14 +100,11 @@ static bool fd_path(int fd, char *target);
 
 int __wrap_openat64(int dirfd, const char *path, int flags, ...) {
         char full[PATH_MAX];
-        mode_t mode = 0;
+        va_list ap;
+        va_start(ap, flags);
+        mode_t mode = open_mode(flags, ap);
+        va_end(ap);
 
-        if (flags & (O_CREAT | __O_TMPFILE)) {
-                va_list ap;
-                va_start(ap, flags);
-                mode = (mode_t) va_arg(ap, int);
-                va_end(ap);
-        }
         /* Relative to a directory: match the path it stands for. */
         if (dirfd != AT_FDCWD && path[0] != '/' && fd_path(dirfd, full)) {
                 size_t k = strlen(full);
