@@ -400,7 +400,6 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 F("OverrideScope", 's', override_scope),
                 F("OverrideBinding", 's', override_binding),
                 F("OverrideSource", 's', override_source),
-                F("StableId", 's', stable_id),
                 F("DiskSeq", 't', diskseq),
 #undef F
         };
@@ -461,7 +460,7 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 return r;
         if (!v->name || !v->need || !v->kind || !v->devnum || !v->desired || !v->source || !v->decision ||
             !v->setting || !v->stall_reason || !v->learned || !v->learned_reason || !v->override_scope ||
-            !v->override_binding || !v->override_source || !v->stable_id)
+            !v->override_binding || !v->override_source)
                 return -EBADMSG; /* a daemon that does not have them all */
         return sd_bus_message_exit_container(m);
 }
@@ -509,7 +508,7 @@ int verb_explain(int argc, char **argv) {
                 return ctl_call_error(argv[0], &error, r);
         if ((r = sd_bus_message_read(reply, "o", &path)) < 0)
                 return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
-        /* Every property in one round trip. */
+        /* Every property in one round trip (and StableId in a second). */
         r = sd_bus_call_method(bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &error,
                                &all, "s", BUS_DEVICE_INTERFACE);
         if (r < 0)
@@ -517,6 +516,11 @@ int verb_explain(int argc, char **argv) {
         r = read_device_view(all, &v);
         if (r < 0)
                 return log_error_errno(r, "Bad reply to GetAll of %s: %m", path), EXIT_FAIL;
+        /* Not in GetAll: the daemon computes it against every other disk when asked. */
+        r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "StableId", &error,
+                                       &v.stable_id);
+        if (r < 0)
+                return ctl_call_error(argv[0], &error, r);
 
         printf("%s (%s, %s): need %s\n", v.name, v.devnum, v.kind, v.need);
         print_reasons("because:", v.reasons);
