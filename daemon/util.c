@@ -40,6 +40,14 @@ static int strv_push(char ***l, char *value) {
         return 0;
 }
 
+const char *strv_find_value(char *const *l, const char *key) {
+        size_t n = strlen(key);
+        STRV_FOREACH (p, l)
+                if (strneq(*p, key, n) && (*p)[n] == '=')
+                        return *p + n + 1;
+        return NULL;
+}
+
 int strv_extend(char ***l, const char *value) {
         char *v = strdup(value);
         if (!v)

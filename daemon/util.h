@@ -34,6 +34,9 @@ char **strv_copy(char *const *l);
 /* True when l holds a string equal to value. */
 bool strv_contains(char *const *l, const char *value);
 
+/* The value of the first "key=value" string of l whose key is key, or NULL. */
+const char *strv_find_value(char *const *l, const char *key);
+
 /* Sorts l in place with strcmp. */
 void strv_sort(char **l);
 
