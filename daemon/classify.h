@@ -20,6 +20,9 @@ typedef enum Need {
 typedef struct Classification {
         Need need;
         char **reasons;          /* sentences citing the evidence, strongest first */
+        char *flag_cause;        /* the kernel behaviour that sets queue/stable_writes on this device
+                                  * ("zram_add() sets it on every zram disk"), or NULL: a declared
+                                  * flag without a cause is what makes the need "unknown" */
         bool in_force;           /* stable writes are in force on the device now */
         bool integrity_enforced; /* in force through the integrity profile (6.11+), whatever
                                   * queue/stable_writes says: writing the flag cannot lift it */

@@ -120,6 +120,15 @@ static bool dir_exists(int dirfd, const char *path) {
         return fstatat(dirfd, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Whether block/NAME (given as that path) is a disk: it has a device number, or it is a
+ * hidden disk, which has a queue but no device number (device_add_disk() gives a
+ * GENHD_FL_HIDDEN disk no devt). */
+static bool disk_exists(const char *root, const char *block_name) {
+        _cleanup_free_ char *dir = path_join(root, block_name);
+        _cleanup_close_ int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK) : -EBADF;
+        return fd >= 0 && (faccessat(fd, "dev", F_OK, 0) == 0 || dir_exists(fd, "queue"));
+}
+
 int device_disk_of(const char *sysfs_root, const char *name, char **ret) {
         _cleanup_strv_free_ char **disks = NULL;
         _cleanup_free_ char *p = NULL;
@@ -127,13 +136,10 @@ int device_disk_of(const char *sysfs_root, const char *name, char **ret) {
 
         if (!device_name_is_valid(name))
                 return -EINVAL;
-        p = strdup_printf("block/%s/dev", name);
+        p = strdup_printf("block/%s", name);
         if (!p)
                 return -ENOMEM;
-        _cleanup_free_ char *full = path_join(sysfs_root, p);
-        if (!full)
-                return -ENOMEM;
-        if (access(full, F_OK) == 0) {
+        if (disk_exists(sysfs_root, p)) {
                 char *s = strdup(name);
                 if (!s)
                         return -ENOMEM;
@@ -250,7 +256,7 @@ static int read_udev_properties(const DeviceScanOptions *o, dev_t devnum, char *
         _cleanup_fclose_ FILE *f = NULL;
         char line[4096];
 
-        if (isempty(o->udev_data_dir))
+        if (isempty(o->udev_data_dir) || devnum == 0)
                 return 0;
         p = strdup_printf("%s/b%u:%u", o->udev_data_dir, major(devnum), minor(devnum));
         if (!p)
@@ -296,11 +302,106 @@ static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
                         if (!attr)
                                 return -ENOMEM;
                         if (sysfs_read_string("/", attr, &f->iscsi_data_digest) == 0)
-                                return 0;
+                                break;
                 }
+                /* The session's parent is its SCSI host: which driver runs it (iscsi_tcp, the
+                 * software initiator, or an offload HBA) is the template's proc_name. */
+                *slash = '\0';
+                const char *host = strrchr(resolved, '/');
+                if (!host || !startswith(host + 1, "host"))
+                        return 0;
+                _cleanup_free_ char *attr = strdup_printf("%s/scsi_host/%s/proc_name", resolved, host + 1);
+                if (!attr)
+                        return -ENOMEM;
+                if (sysfs_read_string("/", attr, &f->scsi_host_driver) == -ENOMEM)
+                        return -ENOMEM;
                 return 0;
         }
         return 0;
+}
+
+/* Whether an ancestor of the disk's device (in the resolved sysfs path) is bound to driver:
+ * e.g. the SPI device (driver mmc_spi) above an MMC card's host. */
+static int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver) {
+        _cleanup_free_ char *p = strdup_printf("block/%s/device", f->name);
+        _cleanup_free_ char *full = p ? path_join(o->sysfs_root, p) : NULL;
+        _cleanup_free_ char *root = NULL;
+        char resolved[PATH_MAX];
+
+        if (!full)
+                return -ENOMEM;
+        if (!realpath(full, resolved) || !(root = realpath(o->sysfs_root, NULL)))
+                return 0;
+        for (char *slash; strlen(resolved) > strlen(root) && (slash = strrchr(resolved, '/'));
+             *slash = '\0') {
+                _cleanup_free_ char *link = path_join(resolved, "driver"), *name = NULL;
+                if (!link)
+                        return -ENOMEM;
+                if (sysfs_read_link_basename("/", link, &name) == 0 && streq(name, driver))
+                        return 1;
+        }
+        return 0;
+}
+
+/* The paths of an NVMe multipath head "nvmeXnY": the hidden disks "nvmeXcZnY" (named so by
+ * nvme_alloc_ns()). A namespace without multipath has none. */
+static int read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {
+        _cleanup_strv_free_ char **disks = NULL;
+        unsigned subsys, ns, s2, ctrl, ns2;
+        int len = 0, r;
+
+        if (sscanf(f->name, "nvme%un%u%n", &subsys, &ns, &len) != 2 || (size_t) len != strlen(f->name))
+                return 0;
+        r = sysfs_list_dir(o->sysfs_root, "block", &disks);
+        if (r < 0)
+                return r == -ENOMEM ? r : add_error(f, "nvme paths", r);
+        STRV_FOREACH (d, disks)
+                if (sscanf(*d, "nvme%uc%un%u%n", &s2, &ctrl, &ns2, &len) == 3 &&
+                    (size_t) len == strlen(*d) && s2 == subsys && ns2 == ns &&
+                    strv_extend(&f->nvme_paths, *d) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* The table of a dm device: from the kernel when the reader can, else from the udev database
+ * (the udev rule's import); when neither, dm_table_missing says why. */
+static int read_dm_table(const DeviceScanOptions *o, DeviceFacts *f) {
+        _cleanup_free_ char *kernel = NULL;
+        const char *udev;
+        int r;
+
+        if (o->read_dm_table) {
+                r = o->read_dm_table(f->devnum, o->read_dm_table_userdata, &f->dm_table);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0) {
+                        f->dm_table_source = "kernel";
+                        return 0;
+                }
+                kernel = strdup_printf("the kernel refused DM_TABLE_STATUS: %s%s", strerror(-r),
+                                       r == -EPERM || r == -EACCES ? " (it needs CAP_SYS_ADMIN)" : "");
+        } else
+                kernel = strdup_printf("not read from the kernel (sysfs root %s)", o->sysfs_root);
+        if (!kernel)
+                return -ENOMEM;
+
+        r = dm_table_from_properties(f->properties, &f->dm_table);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0) {
+                f->dm_table_source = "udev";
+                return 0;
+        }
+        if (isempty(o->udev_data_dir))
+                udev = "the udev database is not read";
+        else if (r == -ENODATA)
+                udev = "the udev database has no " DM_TABLE_PROPERTY " for it (the udev rule's "
+                       "\"stablepagesd udev-facts\" did not run for it)";
+        else
+                udev = "its " DM_TABLE_PROPERTY " and " DM_TARGETS_PROPERTY
+                       " in the udev database are malformed";
+        f->dm_table_missing = strdup_printf("%s; %s", kernel, udev);
+        return f->dm_table_missing ? 0 : -ENOMEM;
 }
 
 static int default_resolve_backing(const char *backing_file, void *userdata, dev_t *ret) {
@@ -331,6 +432,8 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 o.sysfs_root = "/sys";
         if (!o.udev_data_dir)
                 o.udev_data_dir = "/run/udev/data";
+        if (!o.read_dm_table && streq(o.sysfs_root, "/sys"))
+                o.read_dm_table = dm_table_reader_kernel;
         if (!device_name_is_valid(name))
                 return -EINVAL;
 
@@ -362,7 +465,10 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         r = read_opt_string(&o, &f, &dd, "dev", &dev);
         if (r < 0)
                 goto fail;
-        if (!dev || parse_devnum(dev, &f.devnum) < 0) {
+        if (!dev) /* a hidden disk has a queue but no device number (see disk_exists()); looked at
+                   * now, not in the listing: a disk being removed loses dev and queue */
+                f.hidden = dir_exists(fd, "queue");
+        if (!f.hidden && (!dev || parse_devnum(dev, &f.devnum) < 0)) {
                 r = -ENOENT;
                 goto fail;
         }
@@ -404,6 +510,14 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 goto fail;
         if (f.kind == DEVICE_KIND_SCSI && (r = read_iscsi_digest(&o, &f)) < 0)
                 goto fail;
+        if (f.kind == DEVICE_KIND_NVME && (r = read_nvme_paths(&o, &f)) < 0)
+                goto fail;
+        if (f.kind == DEVICE_KIND_MMC) {
+                r = ancestor_has_driver(&o, &f, "mmc_spi");
+                if (r < 0)
+                        goto fail;
+                f.mmc_spi = r > 0;
+        }
 
         if (f.loop_backing_file) {
                 backing_resolver_t resolve = o.resolve_backing ?: default_resolve_backing;
@@ -429,6 +543,9 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
 
         if ((r = read_udev_properties(&o, f.devnum, &f.properties)) < 0)
                 goto fail;
+        /* Only the disk's own properties are read yet: the table's are the disk's. */
+        if (f.kind == DEVICE_KIND_DM && (r = read_dm_table(&o, &f)) < 0)
+                goto fail;
         for (size_t i = 0; i < f.n_partitions; i++)
                 if ((r = read_udev_properties(&o, f.partitions[i].devnum, &f.properties)) < 0)
                         goto fail;
@@ -449,8 +566,12 @@ void device_facts_done(DeviceFacts *f) {
         free(f->dm_name);
         free(f->dm_uuid);
         free(f->loop_backing_file);
+        dm_table_done(&f->dm_table);
+        free(f->dm_table_missing);
         free(f->iscsi_data_digest);
+        free(f->scsi_host_driver);
         free(f->nvme_transport);
+        strv_free(f->nvme_paths);
         free(f->rbd_config_info);
         strv_free(f->slaves);
         strv_free(f->holders);
@@ -565,7 +686,8 @@ int device_table_scan_for(const DeviceScanOptions *options, char *const *names, 
                 t.devices = m;
                 t.devices[t.n++] = f;
                 const DeviceFacts *added = &t.devices[t.n - 1];
-                if (strv_extend_strv(&queue, added->slaves) < 0) {
+                if (strv_extend_strv(&queue, added->slaves) < 0 ||
+                    strv_extend_strv(&queue, added->nvme_paths) < 0) {
                         r = -ENOMEM;
                         goto fail;
                 }
@@ -603,6 +725,8 @@ DeviceFacts *device_table_find_diskseq(const DeviceTable *t, uint64_t diskseq) {
 }
 
 DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum) {
+        if (devnum == 0)
+                return NULL; /* hidden disks have none */
         for (size_t i = 0; i < t->n; i++) {
                 if (t->devices[i].devnum == devnum)
                         return &t->devices[i];
@@ -614,9 +738,5 @@ DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum) {
 }
 
 const char *device_facts_property(const DeviceFacts *f, const char *key) {
-        size_t n = strlen(key);
-        STRV_FOREACH (p, f->properties)
-                if (strneq(*p, key, n) && (*p)[n] == '=')
-                        return *p + n + 1;
-        return NULL;
+        return strv_find_value(f->properties, key);
 }

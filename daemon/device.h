@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dm-table.h"
 #include "macro.h"
 
 typedef enum DeviceKind {
@@ -38,7 +39,9 @@ typedef struct Partition {
 
 typedef struct DeviceFacts {
         char *name;       /* kernel name of the disk, e.g. "sda" */
-        dev_t devnum;     /* MAJ:MIN of the disk */
+        dev_t devnum;     /* MAJ:MIN of the disk; 0 for a hidden disk */
+        bool hidden;      /* a hidden disk (the path of an NVMe multipath head): no device
+                           * number, no device node, nothing mounts it */
         uint64_t diskseq; /* 0 when the kernel has none */
         DeviceKind kind;
         char *driver; /* basename of device/driver, NULL if none */
@@ -56,14 +59,22 @@ typedef struct DeviceFacts {
         char *md_level;   /* md/level ("raid5"…), NULL if not md */
         int md_skip_copy; /* md/skip_copy */
 
-        char *dm_name, *dm_uuid; /* dm/name, dm/uuid */
+        char *dm_name, *dm_uuid;     /* dm/name, dm/uuid */
+        DmTable dm_table;            /* dm: the targets of the live table, when known */
+        const char *dm_table_source; /* dm: "kernel" (DM_TABLE_STATUS) or "udev" (the udev
+                                      * database), NULL when the table is not known */
+        char *dm_table_missing;      /* dm: why the table is not known, or NULL */
 
         char *loop_backing_file;   /* loop/backing_file */
         int loop_dio;              /* loop/dio */
         dev_t loop_backing_devnum; /* device holding the backing file, 0 if unknown */
 
         char *iscsi_data_digest; /* data_digest of the iSCSI connection ("CRC32C", "None") */
+        char *scsi_host_driver;  /* iSCSI: proc_name of the SCSI host of that session
+                                  * ("iscsi_tcp", or an offload HBA: "bnx2i", "cxgb4i"…) */
         char *nvme_transport;    /* device/transport ("tcp", "rdma", "pcie"…) */
+        char **nvme_paths;       /* NVMe multipath head nvmeXnY: its path disks nvmeXcZnY */
+        bool mmc_spi;            /* MMC/SD card whose host is driven over SPI (mmc_spi) */
         char *rbd_config_info;   /* device/config_info */
 
         char **slaves;  /* disk names below this one (partitions mapped to their disk) */
@@ -83,11 +94,20 @@ typedef struct DeviceTable {
 /* Resolves the filesystem device of a loop backing file. Returns 0 and *ret, or -errno. */
 typedef int (*backing_resolver_t)(const char *backing_file, void *userdata, dev_t *ret);
 
+/* Reads the device-mapper table of the dm device devnum. Returns 0 and *ret, or -errno. */
+typedef int (*dm_table_reader_t)(dev_t devnum, void *userdata, DmTable *ret);
+
 typedef struct DeviceScanOptions {
         const char *sysfs_root;             /* default "/sys" */
         const char *udev_data_dir;          /* default "/run/udev/data"; "" disables */
         backing_resolver_t resolve_backing; /* default: stat(2) */
         void *resolve_userdata;
+        dm_table_reader_t read_dm_table; /* default: the kernel's table (dm_table_reader_kernel)
+                                          * when sysfs_root is "/sys"; none for another root,
+                                          * whose dm devices are not the running kernel's.
+                                          * Without it, or when it fails (no CAP_SYS_ADMIN),
+                                          * the table comes from the udev database. */
+        void *read_dm_table_userdata;
 } DeviceScanOptions;
 
 /* Reads the facts of every whole disk under options->sysfs_root/block into *ret.
@@ -95,7 +115,8 @@ typedef struct DeviceScanOptions {
 int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret);
 
 /* Reads the facts of the disks named (kernel names of disks, not partitions) and of everything
- * their classification looks at: the disks in their slaves/, recursively, and the disk holding
+ * their classification looks at: the disks in their slaves/ and the paths of an NVMe
+ * multipath head, recursively, and the disk holding
  * the backing file of a loop device with dio=1. What the one-shot applier needs, without reading
  * every disk of the machine. Names that are not disks are left out. Returns 0 or -errno. */
 int device_table_scan_for(const DeviceScanOptions *options, char *const *names, DeviceTable *ret);

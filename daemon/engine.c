@@ -23,7 +23,12 @@ int engine_init(Engine *e, const EngineOptions *o) {
         struct utsname u;
         int r;
 
-        *e = (Engine){ .resolve_backing = o->resolve_backing, .resolve_userdata = o->resolve_userdata };
+        *e = (Engine){
+                .resolve_backing = o->resolve_backing,
+                .resolve_userdata = o->resolve_userdata,
+                .read_dm_table = o->read_dm_table,
+                .read_dm_table_userdata = o->read_dm_table_userdata,
+        };
         if (!o->kernel_release && uname(&u) < 0)
                 return -errno;
         if ((r = strdup_or(&e->sysfs_root, o->sysfs_root, "/sys")) < 0 ||
@@ -265,6 +270,8 @@ static int engine_scan_internal(Engine *e, char *const *disks) {
                 .udev_data_dir = e->udev_data_dir,
                 .resolve_backing = e->resolve_backing,
                 .resolve_userdata = e->resolve_userdata,
+                .read_dm_table = e->read_dm_table,
+                .read_dm_table_userdata = e->read_dm_table_userdata,
         };
         _cleanup_free_ Classification *classes = NULL;
         int r;
@@ -665,6 +672,8 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
         json_string(w, need_to_string(d->class.need));
         json_key(w, "reasons");
         json_strv(w, d->class.reasons);
+        json_key(w, "flag_cause");
+        json_string(w, d->class.flag_cause);
         json_key(w, "desired");
         json_string(w, d->decision.desired < 0 ? NULL : desired_to_string(d->decision.desired));
         json_key(w, "desired_source");
@@ -723,13 +732,35 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
         json_string(w, f->dm_name);
         json_key(w, "dm_uuid");
         json_string(w, f->dm_uuid);
+        json_key(w, "dm_table_source");
+        json_string(w, f->dm_table_source);
+        json_key(w, "dm_targets");
+        if (f->dm_table_source) {
+                json_array_begin(w);
+                for (size_t i = 0; i < f->dm_table.n; i++) {
+                        _cleanup_free_ char *t = dm_target_to_string(&f->dm_table.targets[i]);
+                        json_string(w, t ?: "?");
+                }
+                json_array_end(w);
+        } else
+                json_null(w);
+        json_key(w, "dm_table_missing");
+        json_string(w, f->dm_table_missing);
         json_key(w, "loop_backing_file");
         json_string(w, f->loop_backing_file);
         json_attr_int(w, "loop_dio", f->loop_dio);
         json_key(w, "iscsi_data_digest");
         json_string(w, f->iscsi_data_digest);
+        json_key(w, "scsi_host_driver");
+        json_string(w, f->scsi_host_driver);
         json_key(w, "nvme_transport");
         json_string(w, f->nvme_transport);
+        json_key(w, "nvme_paths");
+        json_strv(w, f->nvme_paths);
+        json_key(w, "mmc_spi");
+        json_bool(w, f->mmc_spi);
+        json_key(w, "hidden");
+        json_bool(w, f->hidden);
         json_key(w, "slaves");
         json_strv(w, f->slaves);
         json_key(w, "holders");

@@ -23,6 +23,8 @@ typedef struct EngineOptions {
         const char *kernel_release; /* default uname -r */
         backing_resolver_t resolve_backing;
         void *resolve_userdata;
+        dm_table_reader_t read_dm_table; /* see DeviceScanOptions */
+        void *read_dm_table_userdata;
 } EngineOptions;
 
 /* Everything the engine concluded about one disk. */
@@ -55,6 +57,8 @@ typedef struct Engine {
         unsigned kernel;
         backing_resolver_t resolve_backing;
         void *resolve_userdata;
+        dm_table_reader_t read_dm_table;
+        void *read_dm_table_userdata;
 
         Config config;
         ConfigDiags diags;

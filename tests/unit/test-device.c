@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* device.c and engine_apply() on a fake sysfs root with faults: attributes and whole disks
+/* device.c and engine_apply() on a fake sysfs root: the facts that live outside the disk's own
+ * directory (hidden NVMe paths, the SPI host of an MMC card, the SCSI host of an iSCSI
+ * session, a dm table from the kernel or from the udev database), and faults: attributes and whole disks
  * that vanish between listing and reading (made to vanish exactly there with the open hook
  * of tests/unit/fault.c), unparsable and unreadable values, a udev database with lines
  * longer than the reader's buffer, and writes of queue/stable_writes that fail (EIO,
@@ -404,9 +406,158 @@ static void test_apply_unreadable_flag(void) {
         CHECK_INT(run_in_child(apply_unreadable, "removed", false), 0);
 }
 
+/* A hidden disk (an NVMe multipath path: a queue, no dev) is a disk of its own, found by
+ * name but never by number, and its head lists it. */
+static void test_hidden_nvme_paths(void) {
+        _cleanup_(device_table_done) DeviceTable t = {}, sub = {};
+        DeviceScanOptions o = scan_options();
+        _cleanup_free_ char *disk = NULL;
+
+        tree_rm(root, "block");
+        tree_put(root, "block/nvme0c0n1/queue/stable_writes", "1\n");
+        tree_put(root, "block/nvme0c0n1/device/transport", "tcp\n");
+        tree_put(root, "block/nvme0c1n1/queue/stable_writes", "1\n");
+        tree_put(root, "block/nvme0n1/dev", "259:1\n");
+        tree_put(root, "block/nvme0n1/queue/stable_writes", "1\n");
+        tree_put(root, "block/nvme1n1/dev", "259:2\n"); /* another subsystem's namespace */
+        tree_put(root, "block/nvme1n1/queue/stable_writes", "0\n");
+        tree_put(root, "block/nvme0n10/dev", "259:3\n"); /* another namespace of subsystem 0 */
+
+        CHECK_INT(device_table_scan(&o, &t), 0);
+        CHECK_INT(t.n, 5);
+        DeviceFacts *path = device_table_find(&t, "nvme0c0n1"), *head = device_table_find(&t, "nvme0n1");
+        CHECK(path && path->hidden && path->devnum == 0 && path->stable_writes == 1);
+        CHECK(path && path->nvme_transport && streq(path->nvme_transport, "tcp"));
+        CHECK(head && !head->hidden && strv_length(head->nvme_paths) == 2);
+        CHECK(head && strv_contains(head->nvme_paths, "nvme0c0n1") &&
+              strv_contains(head->nvme_paths, "nvme0c1n1"));
+        CHECK(strv_length(device_table_find(&t, "nvme1n1")->nvme_paths) == 0);
+        CHECK(strv_length(device_table_find(&t, "nvme0n10")->nvme_paths) == 0);
+        CHECK(device_table_find_devnum(&t, 0) == NULL);
+        CHECK_INT(device_disk_of(root, "nvme0c0n1", &disk), 0);
+        CHECK_STR(disk, "nvme0c0n1");
+
+        /* The applier's view of the head reads its paths too. */
+        CHECK_INT(device_table_scan_for(&o, (char *[]){ "nvme0n1", NULL }, &sub), 0);
+        CHECK_INT(sub.n, 3);
+        CHECK(device_table_find(&sub, "nvme0c1n1") != NULL);
+        tree_rm(root, "block");
+}
+
+/* MMC over SPI: an ancestor of the card is bound to mmc_spi. iSCSI: the session's SCSI host
+ * says which initiator runs it. Laid out as the kernel does (mmc_alloc_host() under the SPI
+ * device, iscsi_session under its host). */
+static void test_ancestor_facts(void) {
+        _cleanup_(device_table_done) DeviceTable t = {};
+        DeviceScanOptions o = scan_options();
+
+        tree_rm(root, "block");
+        tree_rm(root, "devices");
+        tree_symlink(root, "devices/platform/spi0/spi0.0/driver", "../../../../bus/spi/drivers/mmc_spi");
+        tree_symlink(root, "devices/platform/spi0/spi0.0/mmc_host/mmc0/mmc0:0000/driver",
+                     "../../../../../../../bus/mmc/drivers/mmcblk");
+        tree_put(root, "block/mmcblk0/dev", "179:0\n");
+        tree_put(root, "block/mmcblk0/queue/stable_writes", "1\n");
+        tree_symlink(root, "block/mmcblk0/device",
+                     "../../devices/platform/spi0/spi0.0/mmc_host/mmc0/mmc0:0000");
+        tree_put(root, "block/mmcblk1/dev", "179:8\n"); /* on an SDHCI host */
+        tree_mkdir(root, "devices/pci0000:00/sdhci/mmc_host/mmc1/mmc1:0001");
+        tree_symlink(root, "block/mmcblk1/device", "../../devices/pci0000:00/sdhci/mmc_host/mmc1/mmc1:0001");
+
+        tree_put(root, "devices/platform/host3/scsi_host/host3/proc_name", "iscsi_tcp\n");
+        tree_put(root,
+                 "devices/platform/host3/session1/connection1:0/iscsi_connection/connection1:0/data_digest",
+                 "CRC32C\n");
+        tree_mkdir(root, "devices/platform/host3/session1/target3:0:0/3:0:0:0");
+        tree_put(root, "block/sdb/dev", "8:16\n");
+        tree_symlink(root, "block/sdb/device", "../../devices/platform/host3/session1/target3:0:0/3:0:0:0");
+        tree_put(root, "block/sdb/queue/stable_writes", "1\n");
+
+        CHECK_INT(device_table_scan(&o, &t), 0);
+        DeviceFacts *f = device_table_find(&t, "mmcblk0");
+        CHECK(f && f->kind == DEVICE_KIND_MMC && f->mmc_spi);
+        f = device_table_find(&t, "mmcblk1");
+        CHECK(f && f->kind == DEVICE_KIND_MMC && !f->mmc_spi);
+        f = device_table_find(&t, "sdb");
+        CHECK(f && f->iscsi_data_digest && streq(f->iscsi_data_digest, "CRC32C"));
+        CHECK(f && f->scsi_host_driver && streq(f->scsi_host_driver, "iscsi_tcp"));
+        device_table_done(&t);
+
+        tree_put(root, "devices/platform/host3/scsi_host/host3/proc_name", "bnx2i\n");
+        CHECK_INT(device_table_scan(&o, &t), 0);
+        f = device_table_find(&t, "sdb");
+        CHECK(f && f->scsi_host_driver && streq(f->scsi_host_driver, "bnx2i"));
+        tree_rm(root, "block");
+        tree_rm(root, "devices");
+}
+
+static int reader_result;
+static int fake_reader(dev_t devnum, void *userdata, DmTable *ret) {
+        if (reader_result < 0)
+                return reader_result;
+        return dm_table_from_lines((char *[]){ "0 8 integrity 7:0 0 4 D 1 internal_hash:sha256", NULL },
+                                   ret);
+}
+
+/* The table of a dm device: the kernel's when the reader can (root), else the udev
+ * database's; when neither, the reason says why, and nothing is read as "none". */
+static void test_dm_table_sources(void) {
+        DeviceScanOptions o = scan_options();
+        DeviceFacts f;
+
+        tree_rm(root, "block");
+        tree_rm(root, "udev");
+        tree_put(root, "block/dm-0/dev", "253:0\n");
+        tree_put(root, "block/dm-0/dm/name", "sp\n");
+        tree_put(root, "block/dm-0/queue/stable_writes", "0\n");
+
+        o.read_dm_table = fake_reader;
+        reader_result = 0;
+        CHECK_INT(device_facts_read(&o, "dm-0", &f), 0);
+        CHECK_STR(f.dm_table_source, "kernel");
+        CHECK(f.dm_table.n == 1 && f.dm_table.targets[0].mode == 'D');
+        device_facts_done(&f);
+
+        /* Not root: no table, and nothing in the udev database. */
+        reader_result = -EACCES;
+        CHECK_INT(device_facts_read(&o, "dm-0", &f), 0);
+        CHECK(!f.dm_table_source);
+        CHECK_CONTAINS(f.dm_table_missing, "Permission denied (it needs CAP_SYS_ADMIN)");
+        CHECK_CONTAINS(f.dm_table_missing, "the udev database has no STABLEPAGES_DM_TABLE");
+        device_facts_done(&f);
+
+        /* What the rule's import recorded. */
+        tree_put(root, "udev/b253:0",
+                 "S:mapper/sp\nE:DM_NAME=sp\nE:STABLEPAGES_DM_TABLE=1\n"
+                 "E:STABLEPAGES_DM_TARGETS=integrity,mode=B,hash=crc32c\n");
+        CHECK_INT(device_facts_read(&o, "dm-0", &f), 0);
+        CHECK_STR(f.dm_table_source, "udev");
+        CHECK(f.dm_table.n == 1 && f.dm_table.targets[0].mode == 'B');
+        CHECK(!f.dm_table_missing);
+        device_facts_done(&f);
+
+        tree_put(root, "udev/b253:0", "E:STABLEPAGES_DM_TABLE=one\n");
+        CHECK_INT(device_facts_read(&o, "dm-0", &f), 0);
+        CHECK(!f.dm_table_source);
+        CHECK_CONTAINS(f.dm_table_missing, "malformed");
+        device_facts_done(&f);
+
+        /* A captured tree (another sysfs root) is never read through the kernel. */
+        o.read_dm_table = NULL;
+        tree_rm(root, "udev");
+        CHECK_INT(device_facts_read(&o, "dm-0", &f), 0);
+        CHECK(!f.dm_table_source);
+        CHECK_CONTAINS(f.dm_table_missing, "not read from the kernel");
+        device_facts_done(&f);
+        tree_rm(root, "block");
+}
+
 int main(void) {
         log_set_max_level(LOG_DEBUG);
         root = tree_new();
+        test_hidden_nvme_paths();
+        test_ancestor_facts();
+        test_dm_table_sources();
         test_vanish_between_listing_and_reading();
         test_unparsable_and_unreadable();
         test_udev_database();
