@@ -20,7 +20,9 @@ static void help(void) {
                "  apply DEVICE...      Apply the decision for these disks once and exit\n"
                "                       (what the udev rule runs)\n"
                "  dump                 Print every disk with need, reasons, kernel state and\n"
-               "                       desired state, read-only, without the daemon\n\n"
+               "                       desired state, read-only, without the daemon\n"
+               "  udev-facts DEVICE    Print what only root can read of DEVICE (a dm device's\n"
+               "                       table) as udev properties (the udev rule's import)\n\n"
                "Options:\n"
                "  -h --help            Show this help\n"
                "     --version         Show package version\n"
@@ -169,6 +171,8 @@ int main(int argc, char *argv[]) {
                 r = verb_apply(&arg_engine, args, nargs);
         else if (streq(verb, "dump"))
                 r = verb_dump(&arg_engine, arg_json, args, nargs);
+        else if (streq(verb, "udev-facts"))
+                r = verb_udev_facts(&arg_engine, args, nargs);
         else {
                 log_error("Unknown verb \"%s\"; see --help.", verb);
                 r = 2;

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/stat.h>
+
+#include "dm-table.h"
 #include "log.h"
+#include "sysfs.h"
 #include "util.h"
 #include "verbs.h"
 
@@ -103,5 +107,44 @@ int verb_dump(const EngineOptions *o, const char *json, char **names, int n) {
                 engine_dump_json(&e, n > 0 ? names : NULL, stdout, streq(json, "pretty"));
         else
                 engine_dump_text(&e, stdout);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+int verb_udev_facts(const EngineOptions *o, char **names, int n) {
+        const char *root = o->sysfs_root ?: "/sys";
+        _cleanup_free_ char *devp = NULL, *dmp = NULL, *dev = NULL, *full = NULL;
+        _cleanup_strv_free_ char **props = NULL;
+        _cleanup_(dm_table_done) DmTable t = {};
+        struct stat st;
+        dev_t devnum;
+        int r;
+
+        if (n != 1 || !device_name_is_valid(names[0])) {
+                log_error("udev-facts needs one device name.");
+                return EXIT_USAGE;
+        }
+        devp = strdup_printf("block/%s/dev", names[0]);
+        dmp = strdup_printf("block/%s/dm", names[0]);
+        if (!devp || !dmp || !(full = path_join(root, dmp)))
+                return log_oom(), EXIT_FAIL;
+        r = sysfs_read_string(root, devp, &dev);
+        if (r < 0 || parse_devnum(dev, &devnum) < 0) {
+                log_error("%s: no such disk under %s/block.", names[0], root);
+                return EXIT_NO_DEVICE;
+        }
+        if (stat(full, &st) < 0 || !S_ISDIR(st.st_mode))
+                return EXIT_OK; /* not a dm device: nothing only root can read */
+
+        r = dm_table_read_kernel(devnum, &t);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot read its device-mapper table (DM_TABLE_STATUS): %m",
+                                names[0]);
+                return EXIT_FAIL;
+        }
+        r = dm_table_to_properties(&t, &props);
+        if (r < 0)
+                return log_oom(), EXIT_FAIL;
+        STRV_FOREACH (p, props)
+                printf("%s\n", *p);
         return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }
