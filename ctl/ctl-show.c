@@ -62,6 +62,35 @@ static int local_engine(Engine *e) {
         return 0;
 }
 
+/* The hazard where it exists: a disk that needs stable writes runs without them, which the
+ * flag alone cannot fix for a filesystem mounted meanwhile. Said at error level. */
+static void say_hazard(const char *disk, const char *need, const char *reason, const char *target,
+                       const char *fstype) {
+        _cleanup_free_ char *why =
+                reason ? strdup_printf("need %s: %s", need, reason)
+                       : strdup_printf("need %s, see \"stablepagesctl explain %s\"", need, disk);
+        if (target)
+                log_error("%s (%s on %s) runs without stable writes, but %s needs them (%s): "
+                          "unmount and mount it again.",
+                          target, fstype, disk, disk, why ?: need);
+        else
+                log_error("%s needs stable writes (%s) but they are off: \"stablepagesd apply %s\" "
+                          "turns them on; a filesystem mounted while they were off runs without them "
+                          "until it is unmounted and mounted again.",
+                          disk, why ?: need, disk);
+}
+
+static void say_local_hazards(const Engine *e, int argc, char **argv) {
+        for (size_t i = 0; i < e->table.n; i++) {
+                const EngineDevice *d = &e->devices[i];
+                if ((argc == 0 || strv_contains(argv, d->facts->name)) && !d->facts->hidden &&
+                    need_is_protected(d->class.need) && !d->class.in_force &&
+                    d->facts->stable_writes != ATTR_ABSENT)
+                        say_hazard(d->facts->name, need_to_string(d->class.need),
+                                   d->class.reasons ? d->class.reasons[0] : NULL, NULL, NULL);
+        }
+}
+
 static int check_local_names(Engine *e, int argc, char **argv) {
         for (int i = 0; i < argc; i++)
                 if (!engine_find(e, argv[i])) {
@@ -115,6 +144,7 @@ static int status_local(int argc, char **argv) {
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
+        say_local_hazards(&e, argc, argv);
         return EXIT_OK;
 }
 
@@ -145,12 +175,43 @@ static int resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
         return EXIT_OK;
 }
 
+/* The mounted filesystems that run without stable writes on a disk of protected ("DISK=need")
+ * whose need protects it, from the daemon's ListFilesystems. */
+static int say_bus_hazards(sd_bus *bus, char *const *disks, char *const *protected) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        if (!protected)
+                return EXIT_OK;
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListFilesystems", &error,
+                               &reply, "");
+        if (r < 0)
+                return ctl_call_error("status", &error, r);
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssssbs)");
+        for (;;) {
+                const char *target, *source, *fstype, *disk, *effective, *origin, *mount_reason, *need;
+                int pending;
+                if (r >= 0)
+                        r = sd_bus_message_read(reply, "(ssssssbs)", &target, &source, &fstype, &disk,
+                                                &effective, &origin, &pending, &mount_reason);
+                if (r < 0)
+                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                if (r == 0)
+                        return EXIT_OK;
+                if ((strv_length(disks) > 0 && !strv_contains(disks, disk)) || !streq(effective, "off") ||
+                    !(need = strv_find_value(protected, disk)))
+                        continue;
+                say_hazard(disk, need, NULL, target, fstype);
+        }
+}
+
 int verb_status(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(table_freep) Table *t = NULL;
-        _cleanup_strv_free_ char **disks = NULL;
+        _cleanup_strv_free_ char **disks = NULL, **protected = NULL;
         int r;
 
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
@@ -228,6 +289,9 @@ int verb_status(int argc, char **argv) {
                 const char *row[] = { name, need, kernel, desired, isempty(mounts) ? "-" : mounts, p99s };
                 if (table_add_row(t, row) < 0)
                         return log_oom(), EXIT_FAIL;
+                if (need_is_protected(need_from_string(need)) &&
+                    strv_extendf(&protected, "%s=%s", name, need) < 0)
+                        return log_oom(), EXIT_FAIL;
         }
 
         /* Which identity each override is bound to: a disk, not a name. */
@@ -258,7 +322,7 @@ int verb_status(int argc, char **argv) {
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
-        return EXIT_OK;
+        return say_bus_hazards(bus, disks, protected);
 }
 
 static void print_reasons(const char *label, char *const *reasons) {
@@ -312,6 +376,7 @@ static int explain_local(const char *name) {
         print_stable_id(match);
         if (d->need_problem)
                 printf("  %-9s%s\n", "problem:", d->need_problem);
+        say_local_hazards(&e, 1, (char *[]){ d->facts->name, NULL });
         if (d->learned != LEARNED_NONE) {
                 char when[64] = "?";
                 time_t t = (time_t) (d->learned_since_usec / USEC_PER_SEC);
@@ -330,7 +395,8 @@ typedef struct DeviceView {
         char *stall_reason, *learned, *learned_reason;
         char *override_scope, *override_binding, *override_source, *stable_id;
         char **reasons;
-        char **mounts; /* one line each */
+        char **mounts;                     /* one line each */
+        char **off_targets, **off_fstypes; /* the mounts running without stable writes */
         int flag, in_force, measured;
         uint64_t count, p99, max, wcount, since, diskseq;
 } DeviceView;
@@ -353,9 +419,11 @@ static void device_view_done(DeviceView *v) {
         free(v->stable_id);
         strv_free(v->reasons);
         strv_free(v->mounts);
+        strv_free(v->off_targets);
+        strv_free(v->off_fstypes);
 }
 
-static int read_mounts(sd_bus_message *m, char ***ret) {
+static int read_mounts(sd_bus_message *m, DeviceView *v) {
         int r = sd_bus_message_enter_container(m, 'a', "(sssbs)");
         while (r >= 0) {
                 const char *target, *fstype, *effective, *reason;
@@ -363,8 +431,11 @@ static int read_mounts(sd_bus_message *m, char ***ret) {
                 r = sd_bus_message_read(m, "(sssbs)", &target, &fstype, &effective, &pending, &reason);
                 if (r <= 0)
                         break;
-                if (strv_extendf(ret, "%s (%s): effective %s%s%s", target, fstype, effective,
+                if (strv_extendf(&v->mounts, "%s (%s): effective %s%s%s", target, fstype, effective,
                                  pending ? ", pending: " : "; ", reason) < 0)
+                        return -ENOMEM;
+                if (streq(effective, "off") &&
+                    (strv_extend(&v->off_targets, target) < 0 || strv_extend(&v->off_fstypes, fstype) < 0))
                         return -ENOMEM;
         }
         return r < 0 ? r : sd_bus_message_exit_container(m);
@@ -429,7 +500,7 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 } else if (streq(prop, "Mounts") && streq(contents, "a(sssbs)")) {
                         r = sd_bus_message_enter_container(m, 'v', "a(sssbs)");
                         if (r >= 0)
-                                r = read_mounts(m, &v->mounts);
+                                r = read_mounts(m, v);
                         if (r >= 0)
                                 r = sd_bus_message_exit_container(m);
                         known = true;
@@ -530,11 +601,17 @@ int verb_explain(int argc, char **argv) {
         printf("  %-9s%s\n", "setting:", v.setting);
         print_override(v.override_scope, v.override_binding, v.override_source, v.diskseq);
         print_stable_id(v.stable_id);
+        bool protected = need_is_protected(need_from_string(v.need));
+        if (protected && !v.in_force && v.flag != ATTR_ABSENT)
+                say_hazard(v.name, v.need, v.reasons ? v.reasons[0] : NULL, NULL, NULL);
         explain_stalls(&v);
         bool first = true;
         STRV_FOREACH (l, v.mounts) {
                 printf("  %-9s%s\n", first ? "mounts:" : "", *l);
                 first = false;
         }
+        for (size_t i = 0; protected && v.off_targets && v.off_targets[i]; i++)
+                say_hazard(v.name, v.need, v.reasons ? v.reasons[0] : NULL, v.off_targets[i],
+                           v.off_fstypes[i]);
         return EXIT_OK;
 }
