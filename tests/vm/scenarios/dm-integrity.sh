@@ -1,69 +1,149 @@
 #!/bin/bash
-# Scenario 6 (issue 6): dm-integrity (integritysetup, crc32c tags) over a loop device, in
-# bitmap and journal modes: does rewriting pages under writeback with stable writes off cause
-# read errors? Experiment, per mode and flag: ext4 (4 KiB blocks) is made and mounted after the
-# flag was set; race-writer stores into mmap'ed pages of a file while writing them back again
-# and again; meanwhile it reads the file's blocks straight from the dm device with O_DIRECT, so
-# a sector whose stored tag does not match its stored data fails before a later write-back
-# repairs it. Evidence: the failed reads and dm-integrity's "Checksum failed" kernel messages.
-# Measured (6.1 and 6.12): bitmap mode with the flag forced to 0 fails reads within seconds;
-# bitmap with the flag 1 and journal mode with the flag 0 never do (journal mode copies the
-# data into its journal and computes the tag from that copy). The classification must match:
-# bitmap "required" (the kernel declared stable writes: the flag reads 1 at creation), journal
-# "none" (the kernel does not declare them).
+# Scenario 6 (issues 6 and 13): dm-integrity (crc32c tags) over a loop device in journal (J),
+# bitmap (B) and direct (D) modes made by integritysetup, and in bitmap mode made by a bare
+# dmsetup table (no integritysetup, no "INTEGRITY-" uuid). The host's systemd-udevd runs the
+# project's rule (units/60-stablepages.rules: the import of the dm table, then the applier)
+# with the default policy, as at boot.
+#
+# Per mode: the flag the kernel declared ("before": older kernels, e.g. Debian's 6.1.176,
+# declare nothing for B and D) and the flag after the rule ran ("after"), before anything is
+# mounted; the need the sandboxed daemon would see (stablepagesd dump without CAP_SYS_ADMIN:
+# the table from the udev database only). Then the hazard itself: ext4 (4 KiB blocks) on the
+# device; race-writer stores into mmap'ed pages of a file while writing them back again and
+# again, and reads the file's blocks straight from the dm device with O_DIRECT, so a sector
+# whose stored tag does not match its data fails (EILSEQ) before a later write-back repairs it.
+# Once with the flag as the rule left it, once with the flag forced to 0 before mounting, the
+# way an administrator would force it (StableWrites=off with Force=yes for the device, applied
+# by the rule on a "change" event): a flag written by hand would not last, as udev's watch of
+# the device sends a "change" event when mkfs closes it, and the rule puts the flag back.
+# Expected: B and D (both makers) end with the flag 1 on every kernel and read back without a
+# single EILSEQ; forced to 0, the same writer gets EILSEQ reads and "Checksum failed" kernel
+# messages. J stays 0 and reads back clean (it copies the data into its journal).
 . "$VM_REPO/tests/vm/scenarios/lib.sh"
+# shellcheck source=tests/vm/devices.sh
+. "$VM_REPO/tests/vm/devices.sh"
 
-SECONDS_PER_RUN=5
+SECONDS_PER_RUN=4
+udevd_start
 
-# experiment MODE FLAG: sets READS, READ_FAILS, KMSG_CSUM
-experiment() {
-        local mode=$1 flag=$2 l opt dev line
-        l=$(newloop 64)
-        integritysetup format --batch-mode "$l" > /dev/null 2>&1 || die "integritysetup format $l"
-        case $mode in
-        journal) opt="" ;;
-        bitmap) opt=--integrity-bitmap-mode ;;
+# Whether this kernel declares stable writes for dm-integrity's internal-hash modes B and D:
+# "dm-integrity: require stable writes for internal hash modes" (7.3; 6.12.115, 6.1.191).
+declares() {
+        local v
+        v=$(uname -v | sed -n 's/.*Debian \([0-9][0-9.]*\).*/\1/p')
+        case $v in
+        6.1.*) [ "${v#6.1.}" -ge 191 ] ;;
+        6.12.*) [ "${v#6.12.}" -ge 115 ] ;;
+        *) return 1 ;;
         esac
-        # shellcheck disable=SC2086
-        integritysetup open $opt "$l" sp-int || die "integritysetup open $mode"
-        dev=$(dmname sp-int)
-        say "$mode mode, stable_writes forced to $flag:"
-        show "$dev"
-        DECLARED=$(flag "$dev")
-        NEED=$(need "$dev")
-        say "  the kernel declared stable_writes=$DECLARED; the engine says need=$NEED"
-        echo "$flag" > "/sys/block/$dev/queue/stable_writes"
-        check "$mode: the kernel flag reads $flag" flag_is "$dev" "$flag"
-        mkfs.ext4 -q -F -b 4096 "/dev/$dev" || die "mkfs.ext4"
-        fresh_mount "/dev/$dev" /mnt/t
+}
+if declares; then KERNEL_DECLARES=1; else KERNEL_DECLARES=0; fi
+say "kernel $(uname -r) ($(uname -v | sed -n 's/.*\(Debian [0-9.-]*\).*/\1/p')): declares stable writes for B and D: $KERNEL_DECLARES"
+
+# make MODE: a fresh 32 MiB dm-integrity device in MODE (J, B, D, or bare-B); sets DEV (dm-N)
+# once udev processed its events.
+make_device() {
+        local mode=$1 l opt
+        l=$(newloop 32)
+        case $mode in
+        bare-B)
+                modprobe dm-integrity 2> /dev/null
+                integrity_bare sp-bare "$l" B || die "dmsetup integrity"
+                DEV=$(dmname sp-bare)
+                integrity_wipe "/dev/$DEV" || die "wipe /dev/$DEV"
+                ;;
+        *)
+                integritysetup format --batch-mode "$l" > /dev/null 2>&1 || die "integritysetup format $l"
+                case $mode in
+                J) opt="" ;;
+                B) opt=--integrity-bitmap-mode ;;
+                D) opt=--integrity-no-journal ;;
+                esac
+                # shellcheck disable=SC2086
+                integritysetup open $opt "$l" "sp-int-$mode" || die "integritysetup open $mode"
+                DEV=$(dmname "sp-int-$mode")
+                ;;
+        esac
+        udevadm settle -t 60 || bad "udevadm settle"
+}
+
+# race LABEL: ext4 on DEV, mounted with the flag as it is now (AT_MOUNT: the flag read right
+# after the mount, which the filesystem captured), and race-writer on it; sets READS,
+# READ_FAILS, KMSG_CSUM
+race() {
+        local line
+        mkfs.ext4 -q -F -b 4096 "/dev/$DEV" || die "mkfs.ext4"
+        udevadm settle -t 30 # the "change" event of mkfs closing the device (udev's watch)
+        fresh_mount "/dev/$DEV" /mnt/t
+        AT_MOUNT=$(flag "$DEV")
         kmsg_mark
-        line=$(hung_guard 60 "$RACE_WRITER" --pages 64 --seconds "$SECONDS_PER_RUN" --read-device "/dev/$dev" /mnt/t/race) ||
+        line=$(hung_guard 60 "$RACE_WRITER" --pages 64 --seconds "$SECONDS_PER_RUN" --read-device "/dev/$DEV" /mnt/t/race) ||
                 die "race-writer failed"
-        say "  race-writer: $line"
         READS=$(sed -n 's/.* reads=\([0-9]*\).*/\1/p' <<< "$line")
         READ_FAILS=$(sed -n 's/.* read_errors=\([0-9]*\).*/\1/p' <<< "$line")
         KMSG_CSUM=$(kmsg_since | grep -c "Checksum failed")
-        say "  kernel: $KMSG_CSUM \"Checksum failed\" messages"
-        kmsg_since | grep "Checksum failed" | head -n 4 | sed 's/^/    kernel: /' | tee -a "$RESULT"
+        say "  $1: flag $AT_MOUNT at mount; race-writer: $line; $KMSG_CSUM \"Checksum failed\" kernel messages"
+        kmsg_since | grep "Checksum failed" | head -n 2 | sed 's/^/    kernel: /' | tee -a "$RESULT"
         umount /mnt/t
-        integritysetup close sp-int
 }
 
-experiment bitmap 1
-check "bitmap: the kernel declares stable writes (flag 1 at creation)" [ "$DECLARED" = 1 ]
-check "bitmap: classified required" [ "$NEED" = required ]
-check "bitmap, flag 1: the reads ran ($READS)" [ "${READS:-0}" -ge 100 ]
-check "bitmap, flag 1: no read failed" [ "$READ_FAILS" -eq 0 ]
-check "bitmap, flag 1: no checksum errors in the kernel log" [ "$KMSG_CSUM" -eq 0 ]
-
-experiment bitmap 0
-check "bitmap, flag 0: reads failed ($READ_FAILS of $READS)" [ "$READ_FAILS" -gt 0 ]
-check "bitmap, flag 0: dm-integrity logged checksum errors" [ "$KMSG_CSUM" -gt 0 ]
-
-experiment journal 0
-check "journal: the kernel does not declare stable writes (flag 0 at creation)" [ "$DECLARED" = 0 ]
-check "journal: classified none (the experiment finds no read errors)" [ "$NEED" = none ]
-check "journal, flag 0: the reads ran ($READS)" [ "${READS:-0}" -ge 100 ]
-check "journal, flag 0: no read failed" [ "$READ_FAILS" -eq 0 ]
-check "journal, flag 0: no checksum errors in the kernel log" [ "$KMSG_CSUM" -eq 0 ]
+for mode in J B D bare-B; do
+        say "mode $mode:"
+        udev_mark
+        make_device "$mode"
+        show "$DEV"
+        before=$(spd dump --json "$DEV" | jq -r '.[0].declared')
+        after=$(flag "$DEV")
+        check "$mode: the rule ran the applier on the events of $DEV" udev_ran "$DEV" > /dev/null
+        udev_ran "$DEV" | grep -a "stable writes" | tail -n 1 | sed 's/^/  udevd: /' | tee -a "$RESULT"
+        check "$mode: udev recorded the table of $DEV" \
+                grep -q "^E:STABLEPAGES_DM_TARGETS=integrity,mode=${mode#bare-},hash=crc32c$" \
+                "/run/udev/data/b$(cat "/sys/block/$DEV/dev")"
+        # What the sandboxed daemon sees: no CAP_SYS_ADMIN, the table from the udev database.
+        sandboxed=$(setpriv --bounding-set=-sys_admin "$SPD" --config-dir="$ETC" --runtime-dir="$RUNTIME" \
+                dump --json "$DEV" | jq -r '.[0] | "\(.need) \(.facts.dm_table_source)"')
+        case $mode in
+        J)
+                check "J: the kernel declared nothing (flag $before)" [ "$before" = 0 ]
+                check "J: the flag stays 0 after the rule" [ "$after" = 0 ]
+                check "J: need none, also without CAP_SYS_ADMIN ($sandboxed)" [ "$sandboxed" = "none udev" ]
+                race "J, flag as applied"
+                check "J: the filesystem was mounted with the flag 0" [ "$AT_MOUNT" = 0 ]
+                check "J, flag 0: the reads ran ($READS)" [ "${READS:-0}" -ge 100 ]
+                check "J, flag 0: no read failed with EILSEQ" [ "$READ_FAILS" -eq 0 ]
+                check "J, flag 0: no checksum errors in the kernel log" [ "$KMSG_CSUM" -eq 0 ]
+                say "summary: mode=$mode before=$before after=$after eilseq_applied=$READ_FAILS/$READS eilseq_forced_off=-"
+                ;;
+        *)
+                check "$mode: the kernel declared stable writes: $before (this kernel: $KERNEL_DECLARES)" \
+                        [ "$before" = "$KERNEL_DECLARES" ]
+                check "$mode: the flag reads 1 after the rule, before any mount" [ "$after" = 1 ]
+                check "$mode: need required, also without CAP_SYS_ADMIN ($sandboxed)" \
+                        [ "$sandboxed" = "required udev" ]
+                say "  reason: $(reasons "$DEV" | head -n 1)"
+                race "$mode, flag as applied"
+                on_reads=$READS on_fails=$READ_FAILS
+                check "$mode, flag 1: the filesystem was mounted with the flag 1" [ "$AT_MOUNT" = 1 ]
+                check "$mode, flag 1: the reads ran ($READS)" [ "${READS:-0}" -ge 100 ]
+                check "$mode, flag 1: no read failed with EILSEQ" [ "$READ_FAILS" -eq 0 ]
+                check "$mode, flag 1: no checksum errors in the kernel log" [ "$KMSG_CSUM" -eq 0 ]
+                config "[Device $DEV]
+StableWrites=off
+Force=yes"
+                udevadm trigger --action=change "/sys/block/$DEV" && udevadm settle -t 30
+                check "$mode: forced off, the rule turned the flag off" flag_is "$DEV" 0
+                race "$mode, flag forced to 0"
+                rm -f "$ETC/stablepages.conf"
+                check "$mode, flag 0: the filesystem was mounted with the flag 0" [ "$AT_MOUNT" = 0 ]
+                check "$mode, flag 0: reads failed with EILSEQ ($READ_FAILS of $READS)" [ "$READ_FAILS" -gt 0 ]
+                check "$mode, flag 0: dm-integrity logged checksum errors" [ "$KMSG_CSUM" -gt 0 ]
+                say "summary: mode=$mode before=$before after=$after eilseq_applied=$on_fails/$on_reads" \
+                        "eilseq_forced_off=$READ_FAILS/$READS"
+                ;;
+        esac
+        case $mode in
+        bare-B) dmsetup remove sp-bare ;;
+        *) integritysetup close "sp-int-$mode" ;;
+        esac
+done
 sp_done

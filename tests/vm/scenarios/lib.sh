@@ -206,7 +206,7 @@ UDEV_MARK=0
 udev_mark() { UDEV_MARK=$(wc -l < /run/sp/udevd.log); }
 udev_ran() {
         tail -n +"$((UDEV_MARK + 1))" /run/sp/udevd.log |
-                grep -aE "^$1: .*stablepagesd.*apply $1'?\(err\)|^$1: Process '.*stablepagesd"
+                grep -aE "^$1: .*stablepagesd.*apply $1'?\(err\)|^$1: Process '.*stablepagesd.* apply $1'"
 }
 
 # bus_start: a private system bus (dbus-daemon) with the project's bus policy, as in
