@@ -468,7 +468,8 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
         if (!dev) /* a hidden disk has a queue but no device number (see disk_exists()); looked at
                    * now, not in the listing: a disk being removed loses dev and queue */
                 f.hidden = dir_exists(fd, "queue");
-        if (!f.hidden && (!dev || parse_devnum(dev, &f.devnum) < 0)) {
+        /* 0:0 is no device number: only hidden disks have none. */
+        if (!f.hidden && (!dev || parse_devnum(dev, &f.devnum) < 0 || f.devnum == 0)) {
                 r = -ENOENT;
                 goto fail;
         }
