@@ -239,6 +239,10 @@ static int detect_dm_integrity(const DeviceFacts *f, const DmTarget *t, bool bre
                                "7.3, 7.2.13, 6.12.115, 6.1.191), so stablepages must");
 }
 
+#define LEGS_DIVERGE                                                                                        \
+        "writes the same page to each leg at different times: a page modified in between leaves the "       \
+        "legs different"
+
 static int detect_dm_target(const DeviceFacts *f, const DmTarget *t, bool breaks, Findings *fs) {
         const char *name = f->dm_name ?: f->name, *type = t->type;
 
@@ -259,10 +263,8 @@ static int detect_dm_target(const DeviceFacts *f, const DmTarget *t, bool breaks
                                      "computing parity (skip_copy is 0 and cannot be set on dm-raid)",
                                      name, l);
                 if (startswith(l, "raid1"))
-                        return FOUND(fs, NEED_RECOMMENDED, breaks, NULL,
-                                     "dm-raid (%s, %s) writes the same page to each leg at different "
-                                     "times: a page modified in between leaves the legs different",
-                                     name, l);
+                        return FOUND(fs, NEED_RECOMMENDED, breaks, NULL, "dm-raid (%s, %s) %s", name, l,
+                                     LEGS_DIVERGE);
                 if (streq(l, "raid0"))
                         return FOUND(fs, NEED_NONE, breaks, NULL,
                                      "dm-raid (%s, raid0) passes the page through to its legs", name);
@@ -272,10 +274,7 @@ static int detect_dm_target(const DeviceFacts *f, const DmTarget *t, bool breaks
                              name, l);
         }
         if (streq(type, "mirror"))
-                return FOUND(fs, NEED_RECOMMENDED, breaks, NULL,
-                             "dm-mirror (%s) writes the same page to each leg at different times: a "
-                             "page modified in between leaves the legs different",
-                             name);
+                return FOUND(fs, NEED_RECOMMENDED, breaks, NULL, "dm-mirror (%s) %s", name, LEGS_DIVERGE);
         if (streq(type, "zero") || streq(type, "error"))
                 return FOUND(fs, NEED_NONE, breaks, NULL, "device-mapper target %s (%s) stores nothing",
                              type, name);

@@ -276,17 +276,26 @@ static int read_udev_properties(const DeviceScanOptions *o, dev_t devnum, char *
         return 0;
 }
 
-/* Finds the data digest of the iSCSI connection above the disk's SCSI device, if any. */
-static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
+/* Resolves the disk's device directory (block/NAME/device) into resolved and the sysfs root
+ * into root (both PATH_MAX): walking up resolved, stay below root. Returns 1, 0 when the disk
+ * has no device, or -ENOMEM. */
+static int device_dir(const DeviceScanOptions *o, const DeviceFacts *f, char *resolved, char *root) {
         _cleanup_free_ char *p = strdup_printf("block/%s/device", f->name);
         _cleanup_free_ char *full = p ? path_join(o->sysfs_root, p) : NULL;
-        _cleanup_free_ char *root = NULL;
-        char resolved[PATH_MAX];
 
         if (!full)
                 return -ENOMEM;
-        if (!realpath(full, resolved) || !(root = realpath(o->sysfs_root, NULL)))
-                return 0;
+        return realpath(full, resolved) && realpath(o->sysfs_root, root);
+}
+
+/* Finds the data digest of the iSCSI connection above the disk's SCSI device, if any, and the
+ * driver of the SCSI host of its session. */
+static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
+        char resolved[PATH_MAX], root[PATH_MAX];
+        int r = device_dir(o, f, resolved, root);
+
+        if (r <= 0)
+                return r;
         for (char *slash; (slash = strrchr(resolved, '/')) && strlen(resolved) > strlen(root);
              *slash = '\0') {
                 if (!startswith(slash + 1, "session"))
@@ -323,15 +332,11 @@ static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
 /* Whether an ancestor of the disk's device (in the resolved sysfs path) is bound to driver:
  * e.g. the SPI device (driver mmc_spi) above an MMC card's host. */
 static int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver) {
-        _cleanup_free_ char *p = strdup_printf("block/%s/device", f->name);
-        _cleanup_free_ char *full = p ? path_join(o->sysfs_root, p) : NULL;
-        _cleanup_free_ char *root = NULL;
-        char resolved[PATH_MAX];
+        char resolved[PATH_MAX], root[PATH_MAX];
+        int r = device_dir(o, f, resolved, root);
 
-        if (!full)
-                return -ENOMEM;
-        if (!realpath(full, resolved) || !(root = realpath(o->sysfs_root, NULL)))
-                return 0;
+        if (r <= 0)
+                return r;
         for (char *slash; strlen(resolved) > strlen(root) && (slash = strrchr(resolved, '/'));
              *slash = '\0') {
                 _cleanup_free_ char *link = path_join(resolved, "driver"), *name = NULL;
@@ -342,7 +347,6 @@ static int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f,
         }
         return 0;
 }
-
 /* The paths of an NVMe multipath head "nvmeXnY": the hidden disks "nvmeXcZnY" (named so by
  * nvme_alloc_ns()). A namespace without multipath has none. */
 static int read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {

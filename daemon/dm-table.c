@@ -89,20 +89,30 @@ static size_t nth_word(const char *params, unsigned idx, const char **ret) {
         }
 }
 
+/* The first word from the idx-th on that starts with prefix and has more after it: its
+ * start in *ret, its length returned (0: none). */
+static size_t find_option(const char *params, unsigned idx, const char *prefix, const char **ret) {
+        size_t n, len = strlen(prefix);
+        for (const char *w; (n = nth_word(params, idx, &w)) > 0; idx++)
+                if (n > len && strneq(w, prefix, len)) {
+                        *ret = w;
+                        return n;
+                }
+        return 0;
+}
+
 /* Fills the integrity facts: "<dev> <start> <tag_size> <mode> <#opts> <opt>..."
- * (dm_integrity_status(), STATUSTYPE_TABLE). */
+ * (dm_integrity_status(), STATUSTYPE_TABLE); the hash is "internal_hash:ALG[:KEY]". */
 static int parse_integrity(const char *params, DmTarget *t) {
         const char *w;
         size_t n = nth_word(params, 3, &w);
 
         t->mode = n == 1 && isupper((unsigned char) w[0]) ? w[0] : '?';
-        for (unsigned i = 5; (n = nth_word(params, i, &w)) > 0; i++)
-                if (n > strlen("internal_hash:") && strneq(w, "internal_hash:", strlen("internal_hash:"))) {
-                        _cleanup_free_ char *arg = strndup(w, n);
-                        t->hash = arg ? field_dup(arg, 1) : NULL;
-                        return t->hash ? 0 : -ENOMEM;
-                }
-        return 0;
+        if ((n = find_option(params, 5, "internal_hash:", &w)) == 0)
+                return 0;
+        _cleanup_free_ char *arg = strndup(w, n);
+        t->hash = arg ? field_dup(arg, 1) : NULL;
+        return t->hash ? 0 : -ENOMEM;
 }
 
 /* Fills the crypt facts: "<cipher> <key> <iv_offset> <dev> <start> [<#feat> <feat>...]"
@@ -110,15 +120,13 @@ static int parse_integrity(const char *params, DmTarget *t) {
  * is skipped. */
 static int parse_crypt(const char *params, DmTarget *t) {
         const char *w;
-        size_t n;
+        size_t n = find_option(params, 6, "integrity:", &w);
 
-        for (unsigned i = 6; (n = nth_word(params, i, &w)) > 0; i++)
-                if (n > strlen("integrity:") && strneq(w, "integrity:", strlen("integrity:"))) {
-                        _cleanup_free_ char *arg = strndup(w, n);
-                        t->crypt_integrity = arg ? field_dup(arg, 2) : NULL;
-                        return t->crypt_integrity ? 0 : -ENOMEM;
-                }
-        return 0;
+        if (n == 0)
+                return 0;
+        _cleanup_free_ char *arg = strndup(w, n);
+        t->crypt_integrity = arg ? field_dup(arg, 2) : NULL;
+        return t->crypt_integrity ? 0 : -ENOMEM;
 }
 
 int dm_table_add(DmTable *t, const char *type, const char *params) {

@@ -84,6 +84,7 @@ grep -q "$mnt (ext4 on $loop) runs without stable writes" "$tmp/daemon.log" || f
 # 3. Flag on, mounted again: nothing to say.
 echo 1 > "/sys/block/$loop/queue/stable_writes"
 umount "$mnt" && mount "/dev/$loop" "$mnt" || exit 1
+echo change > "/sys/block/$loop/uevent" # what makes the daemon read the disk again
 for _ in $(seq 100); do
         ctl --json=short status "$loop" | grep -q '"in_force":true' && break
         sleep 0.05
