@@ -264,8 +264,9 @@ EngineDevice *engine_find_disk(const Engine *e, const char *name) {
         return NULL;
 }
 
-static int engine_scan_internal(Engine *e, char *const *disks) {
-        DeviceScanOptions so = {
+/* How the engine reads facts: its sysfs root, udev database and readers. */
+static DeviceScanOptions engine_scan_options(const Engine *e) {
+        return (DeviceScanOptions){
                 .sysfs_root = e->sysfs_root,
                 .udev_data_dir = e->udev_data_dir,
                 .resolve_backing = e->resolve_backing,
@@ -273,6 +274,10 @@ static int engine_scan_internal(Engine *e, char *const *disks) {
                 .read_dm_table = e->read_dm_table,
                 .read_dm_table_userdata = e->read_dm_table_userdata,
         };
+}
+
+static int engine_scan_internal(Engine *e, char *const *disks) {
+        DeviceScanOptions so = engine_scan_options(e);
         _cleanup_free_ Classification *classes = NULL;
         int r;
 
@@ -339,6 +344,11 @@ static void mark_below(const Engine *e, bool *set, bool *down, size_t i) {
                 if (j >= 0)
                         mark_below(e, set, down, (size_t) j);
         }
+        STRV_FOREACH (p, f->nvme_paths) {
+                ssize_t j = engine_index(e, *p);
+                if (j >= 0)
+                        mark_below(e, set, down, (size_t) j);
+        }
         if (f->kind == DEVICE_KIND_LOOP && f->loop_dio == 1 && f->loop_backing_devnum) {
                 const DeviceFacts *b = device_table_find_devnum(&e->table, f->loop_backing_devnum);
                 if (b && b != f)
@@ -347,7 +357,8 @@ static void mark_below(const Engine *e, bool *set, bool *down, size_t i) {
 }
 
 /* Marks i and the disks stacked on it (holders/, dio loop devices whose backing file lives on
- * it), recursively, in set; up[] remembers which ones were walked. */
+ * it, the NVMe multipath head it is a path of), recursively, in set; up[] remembers which ones
+ * were walked. */
 static void mark_above(const Engine *e, bool *set, bool *up, size_t i) {
         const DeviceFacts *f = &e->table.devices[i];
 
@@ -362,16 +373,20 @@ static void mark_above(const Engine *e, bool *set, bool *up, size_t i) {
         }
         for (size_t j = 0; j < e->table.n; j++) {
                 const DeviceFacts *l = &e->table.devices[j];
-                if (j != i && l->kind == DEVICE_KIND_LOOP && l->loop_dio == 1 && l->loop_backing_devnum &&
-                    device_table_find_devnum(&e->table, l->loop_backing_devnum) == f)
+                if ((j != i && l->kind == DEVICE_KIND_LOOP && l->loop_dio == 1 && l->loop_backing_devnum &&
+                     device_table_find_devnum(&e->table, l->loop_backing_devnum) == f) ||
+                    strv_contains(l->nvme_paths, f->name))
                         mark_above(e, set, up, j);
         }
 }
 
-/* True when every disk f names (slaves, holders) is in the table. */
+/* True when every disk f names (slaves, holders, NVMe paths) is in the table. */
 static bool facts_resolved(const Engine *e, const DeviceFacts *f) {
         STRV_FOREACH (s, f->slaves)
                 if (engine_index(e, *s) < 0)
+                        return false;
+        STRV_FOREACH (p, f->nvme_paths)
+                if (engine_index(e, *p) < 0)
                         return false;
         STRV_FOREACH (h, f->holders)
                 if (engine_index(e, *h) < 0)
@@ -380,12 +395,7 @@ static bool facts_resolved(const Engine *e, const DeviceFacts *f) {
 }
 
 int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
-        DeviceScanOptions so = {
-                .sysfs_root = e->sysfs_root,
-                .udev_data_dir = e->udev_data_dir,
-                .resolve_backing = e->resolve_backing,
-                .resolve_userdata = e->resolve_userdata,
-        };
+        DeviceScanOptions so = engine_scan_options(e);
         size_t n = e->table.n;
         _cleanup_free_ bool *set = calloc(n + 1, sizeof(bool)), *down = calloc(n + 1, sizeof(bool)),
                             *up = calloc(n + 1, sizeof(bool)), *read = calloc(n + 1, sizeof(bool));

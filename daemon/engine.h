@@ -98,9 +98,9 @@ int engine_scan_for(Engine *e, char *const *disks);
 
 /* Re-reads the facts of the named disks (disk names, not partitions, all in the table), of
  * what they stack on and of everything stacked on any of those (holders/, dio loop devices
- * whose backing file lives there), recursively, and re-derives need and desired for those
- * only: what a full engine_scan() would conclude, at the cost of the few disks concerned.
- * Every other disk keeps its facts and decision. *ret_redone (may be NULL) gets a bool array,
+ * whose backing file lives there, the paths and heads of NVMe multipath), recursively, and re-derives need
+ * and desired for those only: what a full engine_scan() would conclude, at the cost of the few disks
+ * concerned. Every other disk keeps its facts and decision. *ret_redone (may be NULL) gets a bool array,
  * parallel to the table, of the disks re-derived. Returns 0; -ESTALE when a full scan is
  * needed instead (a disk was added, removed or replaced, or a stack names a disk not in the
  * table: some facts may then be re-read and the tables must be rebuilt with engine_scan());

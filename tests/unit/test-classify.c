@@ -226,6 +226,37 @@ static void test_scan_for_matches_full_scan(const char *fixture) {
         }
 }
 
+/* The daemon re-derives only the disks of a uevent and their stacks (engine_rescan_disks):
+ * after a uevent of any one disk, every disk must read as in a full scan. */
+static void test_rescan_matches_full_scan(const char *fixture) {
+        _cleanup_(engine_done) Engine full = {};
+
+        if (load(&full, fixture, DM_FACTS_KERNEL) < 0 || engine_scan(&full) < 0) {
+                tests_failed++;
+                return;
+        }
+        for (size_t i = 0; i < full.table.n; i++) {
+                _cleanup_(engine_done) Engine e = {};
+                char *names[] = { full.devices[i].facts->name, NULL };
+
+                if (load(&e, fixture, DM_FACTS_KERNEL) < 0 || engine_scan(&e) < 0) {
+                        tests_failed++;
+                        return;
+                }
+                CHECK_INT(engine_rescan_disks(&e, names, NULL), 0);
+                CHECK_INT(e.table.n, full.table.n);
+                for (size_t j = 0; j < e.table.n && j < full.table.n; j++) {
+                        CHECK_STR(need_to_string(e.devices[j].class.need),
+                                  need_to_string(full.devices[j].class.need));
+                        if (!strv_equal(e.devices[j].class.reasons, full.devices[j].class.reasons)) {
+                                fprintf(stderr, "%s: after a uevent of %s, the reasons of %s differ\n",
+                                        fixture, names[0], e.devices[j].facts->name);
+                                tests_failed++;
+                        }
+                }
+        }
+}
+
 /* The sandboxed daemon cannot read dm tables and takes them from the udev database, where the
  * rule's "stablepagesd udev-facts" put them in the guest: it must conclude exactly what the
  * root applier concludes from the kernel's table. */
@@ -583,6 +614,7 @@ int main(void) {
                         continue;
                 fprintf(stderr, "fixture %s\n", *f);
                 test_scan_for_matches_full_scan(*f);
+                test_rescan_matches_full_scan(*f);
                 test_flag_never_dismissed(*f, &n_flagged);
                 if (fixture_has(*f, "dm-tables")) {
                         test_udev_facts_match_kernel(*f);

@@ -112,6 +112,8 @@ int main(void) {
         make_disk("dm-0", 254, 0, "0\n");
         put("dm-0", "dm/name", "vg-lv\n");
         put("dm-0", "dm/uuid", "LVM-abc\n");
+        /* its table, as the udev rule records it (without it a dm device is "unknown") */
+        tree_put(root, "udev/b254:0", "E:STABLEPAGES_DM_TABLE=1\nE:STABLEPAGES_DM_TARGETS=linear\n");
         stack("md0", "sda");
         stack("md0", "sdb");
         stack("dm-0", "md0");
