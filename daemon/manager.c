@@ -1001,17 +1001,23 @@ static int manager_write_metrics(Manager *m) {
                 EngineDevice *d = manager_device(m, i);
                 devs[i] = (MetricsDevice){ .name = d->facts->name,
                                            .flag = d->facts->stable_writes,
+                                           .in_force = d->class.in_force,
                                            .desired = d->decision.desired,
                                            .need = d->class.need,
                                            .pending = manager_count_pending(m, d->facts->name),
                                            .learned = d->learned };
                 if (manager_device_stalls(m, d, &stats[i], NULL, NULL) >= 0)
                         devs[i].stalls = &stats[i];
+                const DeviceStalls *s = stalls_find(m, d->facts->devnum, false);
+                devs[i].over_budget = s && s->over;
         }
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        metrics_write(f, stall_probe_mode_to_string(manager_stall_mode(m)), devs, manager_n_devices(m));
+        MetricsProbe probe = { .mode = stall_probe_mode_to_string(manager_stall_mode(m)),
+                               .lost = m->probe ? stall_probe_lost(m->probe) : 0,
+                               .budget_usec = m->engine.config.stall_budget_usec };
+        metrics_write(f, &probe, devs, manager_n_devices(m));
         if (fclose(f) != 0)
                 return -ENOMEM;
         return write_file_atomic(path, buf, size, 0644);

@@ -15,14 +15,30 @@ static void seconds(FILE *f, uint64_t usec) {
         fprintf(f, "%" PRIu64 ".%06" PRIu64, usec / 1000000, usec % 1000000);
 }
 
-void metrics_write(FILE *f, const char *mode, const MetricsDevice *devs, size_t n) {
+void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs, size_t n) {
         family(f, "stall_probe_info", "gauge", "The stall probe's mode (bpf, tracefs or unavailable).");
-        fprintf(f, PREFIX "stall_probe_info{mode=\"%s\"} 1\n", mode);
+        fprintf(f, PREFIX "stall_probe_info{mode=\"%s\"} 1\n", probe->mode);
+
+        family(f, "stall_probe_lost_events_total", "counter",
+               "Waits the probe saw but could not record (a full map, an overrun trace buffer): "
+               "the stall counts are lower bounds when it grows.");
+        fprintf(f, PREFIX "stall_probe_lost_events_total %" PRIu64 "\n", probe->lost);
+
+        family(f, "stall_budget_seconds", "gauge", "StallBudgetMSec=: the p99 wait a window may reach.");
+        fprintf(f, PREFIX "stall_budget_seconds ");
+        seconds(f, probe->budget_usec);
+        fputc('\n', f);
 
         family(f, "stable_writes", "gauge", "queue/stable_writes of the disk (absent: no such switch).");
         for (size_t i = 0; i < n; i++)
                 if (devs[i].flag >= 0)
                         fprintf(f, PREFIX "stable_writes{device=\"%s\"} %d\n", devs[i].name, devs[i].flag);
+
+        family(f, "in_force", "gauge",
+               "Stable writes in force on the disk now: 1 or 0 (the flag, or a checksum integrity profile "
+               "on 6.11+).");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, PREFIX "in_force{device=\"%s\"} %d\n", devs[i].name, devs[i].in_force);
 
         family(f, "desired", "gauge", "The desired stable writes: 1 on, 0 off, -1 left alone.");
         for (size_t i = 0; i < n; i++)
@@ -66,6 +82,14 @@ void metrics_write(FILE *f, const char *mode, const MetricsDevice *devs, size_t 
                                        "\n",
                                 devs[i].name, devs[i].stalls->other_count);
                 }
+
+        family(f, "stall_over_budget", "gauge",
+               "1 when the p99 wait of the last StallWindowSec= (with at least StallMinWaits= waits) "
+               "exceeded StallBudgetMSec=, else 0 (BPF probe only).");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].stalls && devs[i].stalls->has_durations)
+                        fprintf(f, PREFIX "stall_over_budget{device=\"%s\"} %d\n", devs[i].name,
+                                devs[i].over_budget);
 
         family(f, "stall_wait_seconds", "histogram",
                "Durations of the waits stable writes cause (BPF probe only), since the probe started.");

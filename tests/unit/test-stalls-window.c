@@ -68,11 +68,13 @@ static void test_metrics(void) {
         MetricsDevice devs[] = {
                 { .name = "loop7",
                   .flag = 1,
+                  .in_force = true,
                   .desired = 0,
                   .need = NEED_RECOMMENDED,
                   .pending = 1,
                   .learned = LEARNED_OFF,
-                  .stalls = &s },
+                  .stalls = &s,
+                  .over_budget = true },
                 { .name = "vda", .flag = -1, .desired = -1, .need = NEED_NONE, .learned = LEARNED_NONE },
         };
         _cleanup_free_ char *buf = NULL;
@@ -80,13 +82,20 @@ static void test_metrics(void) {
         FILE *f = open_memstream(&buf, &size);
 
         CHECK(f);
-        metrics_write(f, "bpf", devs, ELEMENTSOF(devs));
+        MetricsProbe probe = { .mode = "bpf", .lost = 5, .budget_usec = 100000 };
+        metrics_write(f, &probe, devs, ELEMENTSOF(devs));
         CHECK_INT(fclose(f), 0);
         fputs(buf, stderr);
         CHECK_CONTAINS(buf, "# TYPE stablepages_stall_wait_seconds histogram\n");
         CHECK_CONTAINS(buf, "stablepages_stall_probe_info{mode=\"bpf\"} 1\n");
+        CHECK_CONTAINS(buf, "stablepages_stall_probe_lost_events_total 5\n");
+        CHECK_CONTAINS(buf, "stablepages_stall_budget_seconds 0.100000\n");
         CHECK_CONTAINS(buf, "stablepages_stable_writes{device=\"loop7\"} 1\n");
-        CHECK(!strstr(buf, "stablepages_stable_writes{device=\"vda\"}")); /* no switch: absent */
+        CHECK_CONTAINS(buf, "stablepages_in_force{device=\"loop7\"} 1\n");
+        CHECK_CONTAINS(buf, "stablepages_in_force{device=\"vda\"} 0\n");
+        CHECK_CONTAINS(buf, "stablepages_stall_over_budget{device=\"loop7\"} 1\n");
+        CHECK(!strstr(buf, "stablepages_stall_over_budget{device=\"vda\"}")); /* not measured */
+        CHECK(!strstr(buf, "stablepages_stable_writes{device=\"vda\"}"));     /* no switch: absent */
         CHECK_CONTAINS(buf, "stablepages_desired{device=\"vda\"} -1\n");
         CHECK_CONTAINS(buf, "stablepages_need{device=\"loop7\",need=\"recommended\"} 1\n");
         CHECK_CONTAINS(buf, "stablepages_pending_mounts{device=\"loop7\"} 1\n");
