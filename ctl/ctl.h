@@ -25,7 +25,8 @@ extern const char *arg_config_dir;
 /* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured). Returns 0 or -errno. */
 int ctl_bus_open(sd_bus **ret);
 
-/* True when stablepagesd owns its name on the bus. */
+/* True when stablepagesd owns its name on the bus, once D-Bus activation (where it is
+ * installed as an activatable service) has started it. */
 bool ctl_daemon_running(sd_bus *bus);
 
 /* Prints "VERB: message" for a failed call and returns the exit code it maps to. */

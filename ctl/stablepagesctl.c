@@ -163,7 +163,15 @@ int ctl_bus_open(sd_bus **ret) {
 }
 
 bool ctl_daemon_running(sd_bus *bus) {
-        return bus && sd_bus_get_name_creds(bus, BUS_NAME, 0, NULL) >= 0;
+        if (!bus)
+                return false;
+        if (sd_bus_get_name_creds(bus, BUS_NAME, 0, NULL) >= 0)
+                return true;
+        /* Not on the bus: a call to the name starts the daemon where it is D-Bus activatable
+         * (org.stablepages1.service in system-services, as the package installs it); elsewhere
+         * the bus answers ServiceUnknown at once. */
+        return sd_bus_call_method(bus, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", NULL, NULL,
+                                  NULL) >= 0;
 }
 
 int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
