@@ -35,6 +35,20 @@ stalls_mount_flag1() {
         sp_fail "cannot mount $1 with stable_writes=1: something else writes its flag"
 }
 
+# stalls_zram_throttled: a new zram device (need required; removed at exit) with ext4 mounted on
+# $SP_TMP/mnt and its writes throttled to 10 IOPS; sets zram (its name) and mnt. Skips when
+# the kernel does not declare stable writes on zram.
+stalls_zram_throttled() {
+        zram=zram$(cat /sys/class/zram-control/hot_add) || sp_fail "zram hot_add failed"
+        sp_defer "echo ${zram#zram} > /sys/class/zram-control/hot_remove"
+        echo 128M >"/sys/block/$zram/disksize"
+        mkfs.ext4 -q -F "/dev/$zram" || sp_fail "mkfs.ext4 on $zram"
+        mnt=$SP_TMP/mnt
+        sp_mount "/dev/$zram" "$mnt"
+        sp_flag_is "$zram" 1 || sp_skip "$zram does not declare stable writes on this kernel"
+        stalls_throttle "$zram" 10
+}
+
 # stalls_write FILE ITERATIONS: runs stall-writer in the throttled cgroup; prints its line.
 stalls_write() {
         sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$SP_CG" \

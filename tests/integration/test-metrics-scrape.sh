@@ -32,14 +32,7 @@ $py -c 'import prometheus_client.parser, yaml' 2>/dev/null ||
 . "$SRC/tests/integration/stalls-lib.sh"
 stalls_setup
 
-zram=zram$(cat /sys/class/zram-control/hot_add) || sp_fail "zram hot_add failed"
-sp_defer "echo ${zram#zram} > /sys/class/zram-control/hot_remove"
-echo 128M >"/sys/block/$zram/disksize"
-mkfs.ext4 -q -F "/dev/$zram" || sp_fail "mkfs.ext4 on $zram"
-mnt=$SP_TMP/mnt
-sp_mount "/dev/$zram" "$mnt"
-sp_flag_is "$zram" 1 || sp_skip "$zram does not declare stable writes on this kernel"
-stalls_throttle "$zram" 10
+stalls_zram_throttled
 n=$(sp_free_loop_number)
 loop=loop$n
 sp_loop_attach "$n" 64M
