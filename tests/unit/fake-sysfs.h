@@ -85,6 +85,10 @@ static inline void tree_chmod(const char *root, const char *rel, mode_t mode) {
 }
 
 static inline int tree_rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        /* A directory a test made unreadable (mode 0, which only root ignores): readable
+         * again, then emptied and removed like the others. */
+        if (type == FTW_DNR && chmod(path, 0700) == 0)
+                return nftw(path, tree_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         return remove(path) < 0 ? -errno : 0;
 }
 
