@@ -507,6 +507,18 @@ static bool disk_removed(const Engine *e, const char *name) {
         return p && access(p, F_OK) < 0 && errno == ENOENT;
 }
 
+/* The disk these facts were read from is gone: its name is absent, or another disk (another
+ * diskseq) took it between the write and the read back. */
+static bool disk_gone(const Engine *e, const DeviceFacts *f) {
+        _cleanup_free_ char *attr = strdup_printf("block/%s/diskseq", f->name);
+        long long seq;
+
+        if (disk_removed(e, f->name))
+                return true;
+        return f->diskseq != 0 && attr && sysfs_read_int(e->sysfs_root, attr, &seq) == 0 &&
+               (uint64_t) seq != f->diskseq;
+}
+
 int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
         DeviceFacts *f = d->facts;
         const PolicyDecision *dec = &d->decision;
@@ -540,7 +552,7 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                         log_warning_errno(r, "%s: cannot record the kernel's original flag in %s: %m",
                                           f->name, e->runtime_dir);
                 r = sysfs_write_string(e->sysfs_root, attr, value);
-                if (r == -ENOENT && disk_removed(e, f->name))
+                if (r == -ENOENT && disk_gone(e, f))
                         return fail(ret, -ENODEV,
                                     strdup_printf("%s: the disk was removed while being applied", f->name));
                 if (r < 0)
@@ -548,6 +560,9 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                                     strdup_printf("%s: cannot write %s to queue/stable_writes: %s", f->name,
                                                   value, strerror(-r)));
                 r = sysfs_read_int(e->sysfs_root, attr, &now);
+                if (r == -ENOENT && disk_gone(e, f))
+                        return fail(ret, -ENODEV,
+                                    strdup_printf("%s: the disk was removed while being applied", f->name));
                 if (r < 0 || now != dec->desired)
                         return fail(ret, r < 0 ? r : -EIO,
                                     strdup_printf("%s: wrote %s to queue/stable_writes but it reads %s",
