@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 
 #include "remount-check.h"
 #include "util.h"
@@ -105,6 +106,39 @@ int remount_check_target(const char *target, char *const *never_remount, char **
         return 0;
 }
 
+int remount_check_dir(const char *dir, uid_t uid, mode_t mode, const char *child, uid_t child_uid,
+                      char **ret_reason) {
+        if (!S_ISDIR(mode))
+                return refuse(ret_reason, strdup_printf("%s is not a directory", dir));
+        if (uid != 0)
+                return refuse(
+                        ret_reason,
+                        strdup_printf("%s belongs to UID %u, who could replace %s by a symbolic link while "
+                                      "it is unmounted",
+                                      dir, (unsigned) uid, child));
+        if (!(mode & (S_IWGRP | S_IWOTH)))
+                return 0;
+        if (!(mode & S_ISVTX))
+                return refuse(ret_reason,
+                              strdup_printf("%s is writable by %s (mode %04o): %s could be replaced by a "
+                                            "symbolic link while it is unmounted",
+                                            dir, mode & S_IWOTH ? "every user" : "its group",
+                                            (unsigned) (mode & 07777), child));
+        if (child_uid != 0)
+                return refuse(
+                        ret_reason,
+                        child_uid == (uid_t) -1
+                                ? strdup_printf("%s is writable by others (sticky, mode %04o) and the owner "
+                                                "of %s cannot be seen while it is mounted: its owner could "
+                                                "rename it while it is unmounted",
+                                                dir, (unsigned) (mode & 07777), child)
+                                : strdup_printf(
+                                          "%s is writable by others (sticky, mode %04o) and %s belongs "
+                                          "to UID %u, who could rename it",
+                                          dir, (unsigned) (mode & 07777), child, (unsigned) child_uid));
+        return 0;
+}
+
 int remount_check_fstype(const char *fstype, char **ret_reason) {
         if (startswith(fstype, "fuse"))
                 return refuse(
@@ -157,8 +191,7 @@ int remount_check_table(struct libmnt_table *t, const RemountPlan *p, char **ret
         return r;
 }
 
-/* Undoes the octal escapes (\040 for a space) the kernel uses in /proc/swaps and mountinfo. */
-static char *unescape_octal(const char *s, size_t n) {
+char *remount_unescape(const char *s, size_t n) {
         char *out = malloc(n + 1), *o = out;
 
         if (!out)
@@ -195,7 +228,7 @@ int remount_check_swaps(const char *swaps, const char *target, char **ret_reason
 
                 type += strspn(type, " \t");
                 if (n > 0 && line[0] == '/' && strneq(type, "file", 4)) {
-                        _cleanup_free_ char *path = unescape_octal(line, n);
+                        _cleanup_free_ char *path = remount_unescape(line, n);
                         if (!path)
                                 return -ENOMEM;
                         if (path_below(path, target))
@@ -310,15 +343,13 @@ size_t remount_propagation_steps(unsigned long recorded, unsigned long now, unsi
         return n;
 }
 
-int remount_unit_name_from_path(const char *path, char **ret) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f;
+int remount_path_split(const char *path, char ***ret) {
+        _cleanup_strv_free_ char **parts = NULL;
 
+        *ret = NULL;
         if (!path || path[0] != '/')
                 return -EINVAL;
-        /* Simplify: no duplicate, leading or trailing slashes, no "." components. */
-        _cleanup_strv_free_ char **parts = NULL;
+        /* No duplicate, leading or trailing slashes, no "." components. */
         for (const char *p = path; *p;) {
                 p += strspn(p, "/");
                 size_t n = strcspn(p, "/");
@@ -330,6 +361,19 @@ int remount_unit_name_from_path(const char *path, char **ret) {
                         return -ENOMEM;
                 p += n;
         }
+        *ret = TAKE_PTR(parts);
+        return 0;
+}
+
+int remount_unit_name_from_path(const char *path, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        _cleanup_strv_free_ char **parts = NULL;
+        int r = remount_path_split(path, &parts);
+        if (r < 0)
+                return r;
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;

@@ -39,6 +39,15 @@ int remount_plan_from_table(struct libmnt_table *t, int id, dev_t source_devnum,
  * paths, as config.c stores NeverRemount=). */
 int remount_check_target(const char *target, char *const *never_remount, char **ret_reason);
 
+/* A directory on the way to a mount point: dir is its path, uid and mode its owner and mode,
+ * child the name of the next component and child_uid its owner (-1: not known, as for a
+ * mount point still mounted on). Only root may be able to rename or replace what is in it:
+ * a user who can would make the mount (after the unmount) follow her symlink. Refused: not
+ * a directory, owned by another user than root, writable by group or others, unless sticky
+ * (then each user may only rename her own entries) and child is root's. */
+int remount_check_dir(const char *dir, uid_t uid, mode_t mode, const char *child, uid_t child_uid,
+                      char **ret_reason);
+
 /* Filesystem types whose unmount takes more than the kernel (FUSE: a server process). */
 int remount_check_fstype(const char *fstype, char **ret_reason);
 
@@ -78,6 +87,14 @@ int remount_optional_field(const char *optional_fields, const char *tag);
 
 /* MS_SHARED, MS_SLAVE and MS_UNBINDABLE as the optional fields say; 0 for a private mount. */
 unsigned long remount_propagation_from_fields(const char *optional_fields);
+
+/* Undoes the octal escapes (\040 for a space) of the first n bytes of s, as the kernel writes
+ * them in /proc/swaps and mountinfo. NULL on -ENOMEM. */
+char *remount_unescape(const char *s, size_t n);
+
+/* The components of the absolute path, without empty and "." ones ("/" has none: NULL).
+ * Returns 0, -EINVAL for a relative path or one with "..", or -ENOMEM. */
+int remount_path_split(const char *path, char ***ret);
 
 /* The systemd unit name of the mount point path ("/srv/my data" -> "srv-my\x20data.mount",
  * "/" -> "-.mount"), as systemd-escape --path --suffix=mount. Returns 0 or -ENOMEM/-EINVAL. */

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pure safety checks of the unmount + mount cycle (daemon/remount-check.c) on mount
  * tables written as /proc/PID/mountinfo text: what is refused and why, the options a
- * filesystem is mounted again with, propagation, swap files, loop devices, unit names. */
+ * filesystem is mounted again with, propagation, swap files, loop devices, unit names; the
+ * directories a mount point may lie below (remount_check_dir); the journal of cycles in flight
+ * (daemon/remount-journal.c): its text both ways, hostile and broken journals, its files. */
 #include <stdio.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "remount-check.h"
+#include "remount-journal.h"
 #include "tests.h"
 #include "util.h"
 
@@ -264,6 +268,130 @@ static void test_unit_names(void) {
         CHECK_INT(remount_unit_name_from_path("/a/../b", &u), -EINVAL);
 }
 
+static void test_dirs(void) {
+        static const struct {
+                uid_t uid;
+                mode_t mode;
+                uid_t child_uid;
+                const char *reason; /* a part of the refusal, NULL: allowed */
+        } cases[] = {
+                { 0, S_IFDIR | 0755, 0, NULL },
+                { 0, S_IFDIR | 0700, 1000, NULL }, /* root's: whoever owns the child */
+                { 0, S_IFDIR | 01777, 0, NULL },   /* /tmp, with a child of root's */
+                { 0, S_IFDIR | 01777, 1000, "belongs to UID 1000, who could rename it" },
+                { 0, S_IFDIR | 01777, (uid_t) -1, "cannot be seen while it is mounted" },
+                { 0, S_IFDIR | 0777, 0, "writable by every user (mode 0777)" },
+                { 0, S_IFDIR | 0775, 0, "writable by its group (mode 0775)" },
+                { 1000, S_IFDIR | 0755, 0, "/srv/p belongs to UID 1000, who could replace cyc" },
+                { 0, S_IFLNK | 0777, 0, "is not a directory" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *reason = NULL;
+                int r = remount_check_dir("/srv/p", cases[i].uid, cases[i].mode, "cyc", cases[i].child_uid,
+                                          &reason);
+                CHECK_INT(r, cases[i].reason ? 1 : 0);
+                if (cases[i].reason)
+                        CHECK(reason && strstr(reason, cases[i].reason));
+                free(reason);
+        }
+}
+
+static void test_journal(struct libmnt_table *t) {
+        RemountJournal j = { .old_flag = 1,
+                             .new_flag = 0,
+                             .stage = REMOUNT_STAGE_MOUNTING_NEW,
+                             .parent_dev = makedev(254, 0),
+                             .parent_ino = 1234567890123ULL,
+                             .sb_ino = 74714,
+                             .unit_file = true };
+        RemountJournal back = {};
+        char *text, *bad = NULL;
+
+        CHECK_INT(remount_plan_from_table(t, 58, makedev(7, 206), &j.plan), 0); /* "/tmp/my disk" */
+        j.disk = strdup("loop206");
+        j.unit = strdup("tmp-my\\x20disk.mount");
+        text = remount_journal_format(&j);
+        CHECK(text && strstr(text, "target=/tmp/my\\040disk\n") && strstr(text, "stage=mounting-new\n"));
+        CHECK_INT(remount_journal_parse(text, &back, &bad), 0);
+        CHECK_STR(back.plan.target, "/tmp/my disk");
+        CHECK_STR(back.unit, "tmp-my\\x20disk.mount");
+        CHECK_STR(back.disk, "loop206");
+        CHECK_STR(back.plan.vfs_options, "rw,noexec,relatime");
+        CHECK_INT(back.plan.id, 58);
+        CHECK_INT(back.plan.parent_id, 27);
+        CHECK(back.plan.source_devnum == makedev(7, 206));
+        CHECK(back.parent_dev == makedev(254, 0) && back.parent_ino == 1234567890123ULL &&
+              back.sb_ino == 74714);
+        CHECK(back.unit_file && back.old_flag == 1 && back.new_flag == 0);
+        CHECK_INT(back.stage, REMOUNT_STAGE_MOUNTING_NEW);
+        CHECK_INT(remount_journal_mount_flag(&back), 0);
+        back.stage = REMOUNT_STAGE_MOUNTING_OLD;
+        CHECK_INT(remount_journal_mount_flag(&back), 1);
+        remount_journal_done(&back);
+
+        /* A newline or a backslash in a path cannot add or change a field. */
+        free(j.plan.target);
+        j.plan.target = strdup("/srv/x\nstage=prepared\\");
+        free(text);
+        text = remount_journal_format(&j);
+        CHECK_INT(remount_journal_parse(text, &back, NULL), 0);
+        CHECK_STR(back.plan.target, "/srv/x\nstage=prepared\\");
+        CHECK_INT(back.stage, REMOUNT_STAGE_MOUNTING_NEW);
+        remount_journal_done(&back);
+
+        /* Broken journals are refused, with the line. */
+        static const char *const broken[] = {
+                "version=2\n",  "stage=somewhere\n", "mount_id=-3\n",
+                "old_flag=2\n", "parent_ino=-1\n",   "no equals sign\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(broken); i++) {
+                char *copy = strdup_printf("%s%s", text, broken[i]);
+                CHECK_INT(remount_journal_parse(copy, &back, &bad), -EBADMSG);
+                CHECK(bad && strneq(bad, broken[i], strlen(bad)));
+                free(bad);
+                bad = NULL;
+                free(copy);
+        }
+        CHECK_INT(remount_journal_parse("version=1\ntarget=/x\n", &back, &bad), -EBADMSG);
+        CHECK_STR(bad, "a required field is missing");
+        free(bad);
+        /* Unknown keys (a newer version) are ignored. */
+        char *newer = strdup_printf("%sfuture_key=1\n", text);
+        CHECK_INT(remount_journal_parse(newer, &back, NULL), 0);
+        remount_journal_done(&back);
+        free(newer);
+
+        /* Files: saved, listed, loaded, locked, removed. */
+        char dir[] = "/tmp/test-remount-journal.XXXXXX";
+        char **list = NULL, *path;
+        CHECK(mkdtemp(dir));
+        path = remount_journal_path(dir, "/srv/my data");
+        CHECK(path && strstr(path, "/cycles/srv-my\\x20data.mount"));
+        CHECK_INT(remount_journal_save(path, &j), 0);
+        CHECK_INT(remount_journal_list(dir, &list), 0);
+        CHECK(strv_length(list) == 1 && streq(list[0], path));
+        CHECK_INT(remount_journal_load(list[0], &back), 0);
+        CHECK_STR(back.disk, "loop206");
+        remount_journal_done(&back);
+        int fd = remount_journal_lock(path);
+        CHECK(fd >= 0);
+        list = strv_free(list);
+        CHECK_INT(remount_journal_list(dir, &list), 0); /* the lock file is not a journal */
+        CHECK(strv_length(list) == 1);
+        close(fd);
+        CHECK_INT(remount_journal_remove(path), 0);
+        CHECK_INT(remount_journal_load(path, &back), -ENOENT);
+        list = strv_free(list);
+        CHECK_INT(remount_journal_list(dir, &list), 0);
+        CHECK(!list);
+        char *cycles = strdup_printf("%s/cycles", dir);
+        CHECK(rmdir(cycles) == 0 && rmdir(dir) == 0);
+        free(cycles);
+        free(path);
+        free(text);
+        remount_journal_done(&j);
+}
+
 int main(void) {
         struct libmnt_table *t = table_from_text(MOUNTINFO);
 
@@ -271,6 +399,7 @@ int main(void) {
         if (t) {
                 test_plan(t);
                 test_table(t);
+                test_journal(t);
                 mnt_unref_table(t);
         }
         test_target();
@@ -278,5 +407,6 @@ int main(void) {
         test_options();
         test_propagation();
         test_unit_names();
+        test_dirs();
         return tests_finish();
 }
