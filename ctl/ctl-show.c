@@ -206,6 +206,22 @@ static int say_bus_hazards(sd_bus *bus, char *const *disks, char *const *protect
         }
 }
 
+/* The filesystems an unmount + mount cycle left unmounted: whatever else status shows. */
+static void print_unmounted(sd_bus *bus) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *target, *disk, *reason;
+        int retrying;
+
+        if (sd_bus_get_property(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Unmounted", &error, &reply,
+                                "a(sssb)") < 0 ||
+            sd_bus_message_enter_container(reply, 'a', "(sssb)") < 0)
+                return;
+        while (sd_bus_message_read(reply, "(sssb)", &target, &disk, &reason, &retrying) > 0)
+                printf("\nNOT MOUNTED: %s (%s), left unmounted by an unmount + mount cycle: %s%s\n", target,
+                       disk, reason, retrying ? " (being retried)" : " (not retried: mount it by hand)");
+}
+
 int verb_status(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -322,6 +338,7 @@ int verb_status(int argc, char **argv) {
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
+        print_unmounted(bus);
         return say_bus_hazards(bus, disks, protected);
 }
 

@@ -287,6 +287,28 @@ static void mounts_json(Manager *m, const char *disk, JsonWriter *w) {
         json_array_end(w);
 }
 
+typedef struct UnmountedJson {
+        JsonWriter *w;
+        const char *disk;
+} UnmountedJson;
+
+/* One filesystem a cycle left unmounted, in the object of its disk. */
+static void unmounted_json(const char *target, const char *disk, const char *reason, bool retrying,
+                           void *userdata) {
+        UnmountedJson *u = userdata;
+
+        if (!streq(disk, u->disk))
+                return;
+        json_object_begin(u->w);
+        json_key(u->w, "target");
+        json_string(u->w, target);
+        json_key(u->w, "reason");
+        json_string(u->w, reason);
+        json_key(u->w, "retrying");
+        json_bool(u->w, retrying);
+        json_object_end(u->w);
+}
+
 static int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
         _cleanup_strv_free_ char **names = NULL, **disks = NULL;
@@ -326,6 +348,11 @@ static int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *err
                 engine_device_json_members(&b->manager->engine, d, &w);
                 manager_device_stalls_json(b->manager, d, &w);
                 mounts_json(b->manager, d->facts->name, &w);
+                json_key(&w, "unmounted");
+                json_array_begin(&w);
+                remount_foreach_unmounted(b->manager->remount, unmounted_json,
+                                          &(UnmountedJson){ &w, d->facts->name });
+                json_array_end(&w);
                 json_object_end(&w);
         }
         json_array_end(&w);
@@ -587,8 +614,10 @@ static int apply_remount(BusService *b, sd_bus_message *m, char **disks, sd_bus_
                         return k;
                 }
                 ApplyEntry *e = &p->entries[p->n++];
+                /* -EBUSY: a cycle holds the flag; the one asked for is queued after it and says
+                 * how it went. */
                 *e = (ApplyEntry){ .disk = strdup(*disk),
-                                   .ok = k >= 0,
+                                   .ok = k >= 0 || k == -EBUSY,
                                    .changed = res.changed,
                                    .value = res.new_value == 1,
                                    .message = strdup(res.message ?: (k < 0 ? strerror(-k) : "")) };
@@ -805,6 +834,11 @@ static int method_reset_stalls(sd_bus_message *m, void *userdata, sd_bus_error *
 
 /* --- Manager properties ----------------------------------------------------------------- */
 
+static void append_unmounted(const char *target, const char *disk, const char *reason, bool retrying,
+                             void *userdata) {
+        (void) sd_bus_message_append(userdata, "(sssb)", target, disk, reason, retrying);
+}
+
 static int property_get_manager(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
@@ -825,6 +859,12 @@ static int property_get_manager(sd_bus *bus, const char *path, const char *inter
                 return sd_bus_message_append(reply, "s", manager_stall_reason(b->manager));
         if (streq(property, "NDevices"))
                 return sd_bus_message_append(reply, "u", (uint32_t) manager_n_devices(b->manager));
+        if (streq(property, "Unmounted")) {
+                int r = sd_bus_message_open_container(reply, 'a', "(sssb)");
+                if (r >= 0)
+                        remount_foreach_unmounted(b->manager->remount, append_unmounted, reply);
+                return r < 0 ? r : sd_bus_message_close_container(reply);
+        }
         if (streq(property, "ConfigProblems")) {
                 const ConfigDiags *d = &b->manager->engine.diags;
                 int r = sd_bus_message_open_container(reply, 'a', "s");
@@ -858,6 +898,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("ConfigProblems", "as", property_get_manager, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("NDevices", "u", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Unmounted", "a(sssb)", property_get_manager, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("StallProbe", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("StallProbeReason", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_NAMES("ListDevices", NULL, , "a(sossssbt)", SD_BUS_PARAM(devices),
@@ -1122,6 +1164,9 @@ static void on_manager_event(Manager *m, const ManagerEvent *ev, void *userdata)
                                                "ssbts", ev->remount->target, ev->remount->disk,
                                                ev->remount->ok, ev->remount->duration_usec,
                                                ev->remount->message);
+                if (r >= 0)
+                        r = sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE,
+                                                           "Unmounted", NULL);
                 break;
         case MANAGER_BUDGET_EXCEEDED:
                 if (ev->window)

@@ -296,6 +296,8 @@ void manager_dump_json(Manager *m, FILE *f, bool pretty) {
         for (size_t i = 0; m->mounts && i < m->mounts->n; i++)
                 tracked_mount_json(&m->mounts->mounts[i], &w);
         json_array_end(&w);
+        json_key(&w, "unmounted");
+        remount_unmounted_json(m->remount, &w);
         json_object_end(&w);
         fputc('\n', f);
 }

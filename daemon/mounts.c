@@ -498,6 +498,21 @@ void mount_tracker_forget(MountTracker *t, int id, const char *target) {
                 }
 }
 
+int mount_tracker_set_effective(MountTracker *t, int id, const char *target, bool effective) {
+        for (size_t i = 0; i < t->n; i++)
+                if (t->mounts[i].id == id && streq(t->mounts[i].target, target)) {
+                        TrackedMount *m = &t->mounts[i];
+                        if (m->origin == EFFECTIVE_FILESYSTEM ||
+                            (m->effective == effective && m->origin == EFFECTIVE_OBSERVED))
+                                return 0;
+                        m->effective = effective;
+                        m->origin = EFFECTIVE_OBSERVED;
+                        m->since_usec = now_usec_realtime();
+                        return save_records(t);
+                }
+        return -ENOENT;
+}
+
 unsigned mount_tracker_count_pending(const MountTracker *t, const char *disk) {
         unsigned n = 0;
         for (size_t i = 0; i < t->n; i++)

@@ -100,6 +100,12 @@ void mount_tracker_update_pending(MountTracker *t, const Engine *e);
  * same id and its unique id cannot be read (btrfs, another mount namespace). */
 void mount_tracker_forget(MountTracker *t, int id, const char *target);
 
+/* Sets the effective state of the mount id on target to what the unmount + mount cycle that
+ * mounted it knows it mounted with (its own, or that of an interrupted cycle's journal),
+ * "observed", and saves the records. Filesystems that decide for themselves (NFS) keep
+ * theirs. Call mount_tracker_update_pending() after. Returns 0, -ENOENT or -errno. */
+int mount_tracker_set_effective(MountTracker *t, int id, const char *target, bool effective);
+
 /* Number of pending mounts on disk, or on all disks when disk is NULL. */
 unsigned mount_tracker_count_pending(const MountTracker *t, const char *disk);
 

@@ -1,34 +1,33 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <fcntl.h>
+#include <libmount/libmount.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "remount-cycle.h"
+#include "remount-pin.h"
 #include "remount-systemd.h"
 #include "util.h"
 
 #ifndef STATX_MNT_ID
 #define STATX_MNT_ID 0x1000U
 #endif
-#ifndef STATX_MNT_ID_UNIQUE
-#define STATX_MNT_ID_UNIQUE 0x4000U
-#endif
 
-/* How long systemd may take for a restart or start job of a mount unit. */
+/* How long systemd may take for a stop or start job of a mount unit. */
 #define SYSTEMD_JOB_TIMEOUT_USEC (5 * 60 * USEC_PER_SEC)
 
 /* The test hook's option: no filesystem knows it, so mount(2) fails with EINVAL. */
 #define TEST_INVALID_OPTION "stablepages-test-invalid-option"
 
-/* The host's mount table as this process sees it: its own once it is in the host's mount
- * namespace; PID 1's when it could not enter it and systemd does the cycle (a service
- * sandbox that forbids setns(2) still may ask systemd). */
-static const char *host_mountinfo = "/proc/self/mountinfo";
-static bool in_host = true;
+/* Set by SIGTERM: the daemon stops. Before the unmount the cycle is abandoned; after it, it
+ * is carried to its end. */
+static volatile sig_atomic_t stop_requested;
 
 static const char *const outcome_table[_REMOUNT_OUTCOME_MAX] = {
         [REMOUNT_DONE] = "done",           [REMOUNT_NOTHING] = "nothing",
@@ -41,16 +40,23 @@ const char *remount_outcome_to_string(RemountOutcome o) {
         return o >= 0 && o < _REMOUNT_OUTCOME_MAX ? outcome_table[o] : NULL;
 }
 
+/* One cycle or replay, in the child. */
+typedef struct Cycle {
+        const RemountJob *job;
+        RemountJournal *journal;
+        RemountPlan *plan; /* &journal->plan */
+        RemountReport *rep;
+        sd_bus *bus;           /* systemd's bus, when systemd does the unmount and the mount */
+        const char *mountinfo; /* the system's mount table as this process reads it */
+        bool in_host;          /* this process is in the host's mount namespace */
+        RemountPin pin;
+        char sb_dir[PATH_MAX];  /* the superblock's /sys/fs/TYPE/NAME, "" when an O_EXCL open tells */
+        char **targets;         /* targets a stop of the unit stops (started again after) */
+        unsigned uninspectable; /* processes whose files could not be seen */
+} Cycle;
+
 static void tablep(struct libmnt_table **t) {
         mnt_unref_table(*t);
-}
-
-static void contextp(struct libmnt_context **c) {
-        mnt_free_context(*c);
-}
-
-static void bus_unrefp(sd_bus **b) {
-        sd_bus_flush_close_unref(*b);
 }
 
 /* Sets the outcome, the errno and the message of the report. */
@@ -66,7 +72,8 @@ static void report(RemountReport *rep, RemountOutcome outcome, int error, const 
         va_end(ap);
 }
 
-/* The entry of the mount table at path with that id, devnum and target, or NULL. */
+/* The entry of the mount table with that id (and devnum and target when target is given),
+ * or NULL. */
 static struct libmnt_fs *table_find(struct libmnt_table *t, int id, dev_t devnum, const char *target) {
         struct libmnt_iter *iter = mnt_new_iter(MNT_ITER_FORWARD);
         struct libmnt_fs *fs, *found = NULL;
@@ -380,40 +387,68 @@ static int scan_process(pid_t pid, void *userdata) {
         return 0;
 }
 
-/* --- unmount, mount, verify ---------------------------------------------------------------- */
+/* --- the journal, the test pause, signals ---------------------------------------------------- */
 
-static struct libmnt_context *new_context(void) {
-        struct libmnt_context *c = mnt_new_context();
-        if (!c)
-                return NULL;
-        /* mount(2)/umount2(2) only, on the paths of the table as they are. */
-        if (mnt_context_disable_helpers(c, 1) < 0 || mnt_context_disable_canonicalize(c, 1) < 0) {
-                mnt_free_context(c);
-                return NULL;
+static int save_stage(Cycle *c, RemountStage stage) {
+        c->journal->stage = stage;
+        c->rep->stage = stage;
+        return remount_journal_save(c->job->journal_path, c->journal);
+}
+
+/* Test hook: tells the test which step the cycle reached and waits for its go (a line
+ * written to PAUSE.go), or for SIGTERM. No reader on PAUSE: no pause. */
+static void pause_at(Cycle *c, const char *step) {
+        _cleanup_free_ char *go = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (!c->job->pause_fifo || stop_requested)
+                return;
+        fd = open(c->job->pause_fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return; /* nobody listens */
+        dprintf(fd, "%s %d\n", step, (int) getpid());
+        close(TAKE_FD(fd));
+        go = strdup_printf("%s.go", c->job->pause_fifo);
+        if (!go)
+                return;
+        fd = open(go, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        while (!stop_requested) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                char ch;
+                if (poll(&p, 1, 100) <= 0)
+                        continue;
+                while ((p.revents & POLLIN) && read(fd, &ch, 1) == 1)
+                        if (ch == '\n')
+                                return;
+                if (p.revents & POLLHUP)
+                        return; /* the writer went without a line */
         }
-        return c;
 }
 
-/* The errno of a failed libmount operation. */
-static int context_errno(struct libmnt_context *c, int r) {
-        if (mnt_context_syscall_called(c) && mnt_context_get_syscall_errno(c) > 0)
-                return mnt_context_get_syscall_errno(c);
-        return r < 0 ? -r : EIO;
+static void on_sigterm(int sig) {
+        stop_requested = 1;
 }
 
-static int do_umount(const RemountPlan *p) {
-        _cleanup_(contextp) struct libmnt_context *c = new_context();
-        int r;
+/* SIGTERM (the daemon stops, or systemd stops its cgroup) sets stop_requested and interrupts
+ * waits; SIGPIPE (the daemon died: the report pipe has no reader) is ignored. */
+static void setup_signals(void) {
+        struct sigaction sa = { .sa_handler = on_sigterm };
+        sigset_t mask;
 
-        if (!c)
-                return -ENOMEM;
-        r = mnt_context_set_target(c, p->target);
-        if (r >= 0)
-                r = mnt_context_umount(c); /* no MNT_FORCE, no MNT_DETACH */
-        if (r == 0 && (!mnt_context_syscall_called(c) || mnt_context_get_syscall_errno(c) == 0))
-                return 0;
-        return -context_errno(c, r);
+        sigemptyset(&sa.sa_mask);
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) signal(SIGPIPE, SIG_IGN);
+        /* The daemon blocks them for its event loop; the child must receive them. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        (void) sigprocmask(SIG_UNBLOCK, &mask, NULL);
 }
+
+/* --- the device: can its superblock's end be seen, and can it be mounted ------------------- */
 
 /* The path to open the source device by: the recorded source when it is that device, else
  * /dev/block/MAJ:MIN. */
@@ -426,14 +461,71 @@ static void source_path(const RemountPlan *p, char *buf, size_t size) {
                 snprintf(buf, size, "/dev/block/%u:%u", major(p->source_devnum), minor(p->source_devnum));
 }
 
-/* After the unmount: 1 when the superblock is gone (nobody holds the device exclusively any
- * more), 0 when it lives on, -errno when that cannot be told. */
-static int superblock_gone(const RemountPlan *p) {
-        char path[PATH_MAX];
+/* The kernel's directory of the superblock of p's filesystem (/sys/fs/TYPE/NAME, named
+ * after the block device: sb->s_id) into buf, for the types that have one; "" otherwise. It
+ * exists exactly as long as the superblock, and a new superblock's has a new inode. */
+static void superblock_dir(const RemountPlan *p, char *buf, size_t size) {
+        static const char *const with_sysfs[] = { "ext4", "xfs", "f2fs" };
+        char link[64], target[PATH_MAX];
+        ssize_t n;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(with_sysfs); i++)
+                if (streq(p->fstype, with_sysfs[i])) {
+                        snprintf(link, sizeof link, "/sys/dev/block/%u:%u", major(p->source_devnum),
+                                 minor(p->source_devnum));
+                        n = readlink(link, target, sizeof target - 1);
+                        if (n <= 0)
+                                return;
+                        target[n] = '\0';
+                        snprintf(buf, size, "/sys/fs/%s/%s", p->fstype, strrchr(target, '/') + 1);
+                        return;
+                }
+}
+
+/* Step 3. Finds how the superblock's end will be seen, and records the identity of the
+ * superblock now. Returns 0, or 1 with a sentence in *ret_reason. */
+static int superblock_setup(Cycle *c, char **ret_reason) {
+        const RemountPlan *p = c->plan;
+        char source[PATH_MAX];
+        struct stat st;
         int fd;
 
-        source_path(p, path, sizeof path);
-        fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY);
+        superblock_dir(p, c->sb_dir, sizeof c->sb_dir);
+        if (c->sb_dir[0] && stat(c->sb_dir, &st) >= 0) {
+                c->journal->sb_ino = (uint64_t) st.st_ino;
+                return 0;
+        }
+        c->sb_dir[0] = '\0';
+        /* Else the device is opened with O_EXCL after the unmount: it must open at all. */
+        source_path(p, source, sizeof source);
+        fd = open(source, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0) {
+                close(fd);
+                return 0;
+        }
+        *ret_reason = strdup_printf(
+                "there is no way to see that its superblock goes away at the unmount: %s has no "
+                "/sys/fs/%s directory here and %s cannot be opened (%s%s)",
+                p->fstype, p->fstype, source, strerror(errno),
+                errno == EPERM ? ": the service's DevicePolicy= denies block devices" : "");
+        return *ret_reason ? 1 : -ENOMEM;
+}
+
+/* After the unmount: 1 when the superblock is gone, 0 when it lives on, -errno when that
+ * cannot be told (never read as gone). */
+static int superblock_gone(Cycle *c) {
+        char source[PATH_MAX];
+        int fd;
+
+        if (c->sb_dir[0]) {
+                struct stat st;
+                if (stat(c->sb_dir, &st) >= 0)
+                        return (uint64_t) st.st_ino == c->journal->sb_ino ? 0 : 1;
+                return errno == ENOENT ? 1 : -errno;
+        }
+        source_path(c->plan, source, sizeof source);
+        fd = open(source, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0) {
                 close(fd);
                 return 1;
@@ -441,63 +533,189 @@ static int superblock_gone(const RemountPlan *p) {
         return errno == EBUSY ? 0 : -errno;
 }
 
-static int do_mount(const RemountJob *j, RemountReport *rep) {
-        _cleanup_(contextp) struct libmnt_context *c = new_context();
-        _cleanup_free_ char *options = NULL;
-        const RemountPlan *p = j->plan;
+/* The daemon's own mount(2) opens the device from this process's cgroup: a device policy
+ * (DevicePolicy=closed) makes it fail with EPERM, after the unmount. Checked before. */
+static int device_check_mountable(Cycle *c, char **ret_reason) {
         char source[PATH_MAX];
-        int r;
+        bool rw = !mnt_optstr_get_option(c->plan->vfs_options, "rw", NULL, NULL);
+        int fd;
 
-        if (!c)
-                return -ENOMEM;
-        rep->mount_attempts++;
-        if (rep->mount_attempts <= j->fail_mounts)
-                options = strdup_printf("%s,%s", j->options, TEST_INVALID_OPTION);
-        else
-                options = strdup(j->options);
-        if (!options)
-                return -ENOMEM;
-        /* The recorded source when it still names the device, else the device by number. */
-        source_path(p, source, sizeof source);
-        if ((r = mnt_context_set_source(c, source)) < 0 || (r = mnt_context_set_target(c, p->target)) < 0 ||
-            (r = mnt_context_set_fstype(c, p->fstype)) < 0 || (r = mnt_context_set_options(c, options)) < 0)
-                return r;
-        /* A read-write mount that cannot be made read-write fails; libmount would silently
-         * fall back to read-only. */
-        (void) mnt_context_enable_rwonly_mount(c, 1);
-        r = mnt_context_mount(c);
-        if (r == 0 && (!mnt_context_syscall_called(c) || mnt_context_get_syscall_errno(c) == 0))
+        source_path(c->plan, source, sizeof source);
+        fd = open(source, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0) {
+                close(fd);
                 return 0;
-        return -context_errno(c, r);
+        }
+        *ret_reason = strdup_printf("it could not be mounted again: %s cannot be opened %s (%s%s)", source,
+                                    rw ? "read-write" : "read-only", strerror(errno),
+                                    errno == EPERM ? ": a device policy denies it" : "");
+        return *ret_reason ? 1 : -ENOMEM;
 }
 
-/* Makes the new mount's propagation what it was, then checks the mount is back as it was.
- * Returns 0 (same), 1 (different: the difference in diff), or -errno (not mounted). */
-static int verify_mount(const RemountPlan *p, int *ret_id, char *diff, size_t size) {
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(host_mountinfo);
+static int write_flag(Cycle *c, int value) {
+        char ch = value ? '1' : '0';
+
+        if (c->job->flag_fd < 0)
+                return -EBADF;
+        if (pwrite(c->job->flag_fd, &ch, 1, 0) != 1)
+                return -errno;
+        c->rep->flag_written = value;
+        return 0;
+}
+
+/* --- unmount, mount, verify ---------------------------------------------------------------- */
+
+/* Step 4: writes the filesystem's dirty data back while nothing is touched yet. */
+static void sync_target(Cycle *c) {
+        int fd = remount_open_component(c->pin.parent_fd, c->pin.name, O_RDONLY, false);
+
+        if (fd < 0)
+                return;
+        (void) syncfs(fd);
+        close(fd); /* an open file would keep it busy */
+}
+
+/* Step 5: systemd stops the unit, or umount2(2) of the pinned mount point's name. Returns 0
+ * or -errno with what failed in *ret_why. */
+static int do_unmount(Cycle *c, char **ret_why) {
+        int r;
+
+        *ret_why = NULL;
+        if (c->bus) {
+                r = remount_systemd_run_job(c->bus, c->journal->unit, "StopUnit", "fail",
+                                            SYSTEMD_JOB_TIMEOUT_USEC, ret_why);
+                /* A failed stop may leave a control process (umount) at work: let it end. */
+                if (r < 0)
+                        (void) remount_systemd_wait_idle(c->bus, c->journal->unit, SYSTEMD_JOB_TIMEOUT_USEC);
+                return r;
+        }
+        /* Relative to the pinned parent; no MNT_FORCE, no MNT_DETACH. */
+        if (fchdir(c->pin.parent_fd) < 0)
+                return -errno;
+        r = umount2(c->pin.name, UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
+        (void) chdir("/");
+        return r;
+}
+
+/* One mount attempt, with the flag already written: systemd starts the unit (or a transient
+ * one), or mount(2) on mp_fd, the pinned mount point. Returns 0 or -errno with *ret_why. */
+static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
+        const RemountJob *j = c->job;
+        const RemountPlan *p = c->plan;
+        _cleanup_free_ char *options = NULL, *user = NULL, *vfs = NULL, *fs = NULL;
+        char source[PATH_MAX], target[64];
+        unsigned long flags = 0;
+        int r;
+
+        *ret_why = NULL;
+        /* A unit file's options are its own: the test hook cannot reach them. */
+        if (!c->bus || !c->journal->unit_file)
+                c->rep->mount_attempts++;
+        options = (!c->bus || !c->journal->unit_file) && c->rep->mount_attempts <= j->fail_mounts
+                          ? strdup_printf("%s,%s", j->options, TEST_INVALID_OPTION)
+                          : strdup(j->options);
+        if (!options)
+                return -ENOMEM;
+        source_path(p, source, sizeof source);
+        if (c->bus) {
+                if (c->journal->unit_file)
+                        return remount_systemd_run_job(c->bus, c->journal->unit, "StartUnit", "replace",
+                                                       SYSTEMD_JOB_TIMEOUT_USEC, ret_why);
+                r = remount_systemd_start_transient(c->bus, c->journal->unit, source, p->fstype, options,
+                                                    SYSTEMD_JOB_TIMEOUT_USEC, ret_why);
+                if (r < 0) /* a failed transient unit stays loaded and would refuse the next one */
+                        (void) remount_systemd_reset_failed(c->bus, c->journal->unit);
+                return r;
+        }
+        /* Per-mount flags for mount(2), the filesystem's own options as its data. */
+        if (mnt_split_optstr(options, &user, &vfs, &fs, 0, 0) < 0 ||
+            mnt_optstr_get_flags(vfs, &flags, mnt_get_builtin_optmap(MNT_LINUX_MAP)) < 0)
+                return -EINVAL;
+        snprintf(target, sizeof target, "/proc/self/fd/%d", mp_fd);
+        if (mount(source, target, p->fstype, flags, fs) < 0) {
+                r = -errno;
+                *ret_why = strdup(strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* A mount of our filesystem: its type, and its device (btrfs: the source, as the superblock
+ * has an anonymous device number). */
+static bool is_ours(const RemountPlan *p, struct libmnt_fs *fs) {
+        struct stat st;
+        const char *source = mnt_fs_get_source(fs);
+
+        if (!streq(mnt_fs_get_fstype(fs) ?: "", p->fstype))
+                return false;
+        if (mnt_fs_get_devno(fs) == p->devnum)
+                return true;
+        return source && stat(source, &st) >= 0 && S_ISBLK(st.st_mode) && st.st_rdev == p->source_devnum;
+}
+
+/* Our filesystem mounted anywhere but on target, or NULL. */
+static struct libmnt_fs *table_find_elsewhere(struct libmnt_table *t, const RemountPlan *p) {
+        struct libmnt_iter *iter = mnt_new_iter(MNT_ITER_FORWARD);
+        struct libmnt_fs *fs, *found = NULL;
+
+        if (!iter)
+                return NULL;
+        while (mnt_table_next_fs(t, iter, &fs) == 0)
+                if (is_ours(p, fs) && !streq(mnt_fs_get_target(fs) ?: "", p->target)) {
+                        found = fs;
+                        break;
+                }
+        mnt_free_iter(iter);
+        return found;
+}
+
+/* Makes the new mount's propagation what it was (in the host's namespace only: systemd's
+ * mounts get what their parent gives), then checks the mount is back as it was, on the same
+ * parent mount. Returns 0 (same), 1 (different: the difference in diff), or -errno (not
+ * mounted there). */
+static int verify_mount(Cycle *c, int *ret_id, char *diff, size_t size) {
+        const RemountPlan *p = c->plan;
+        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
         struct libmnt_fs *fs;
-        unsigned long now = 0, steps[3];
+        unsigned long steps[3];
 
         diff[0] = '\0';
         *ret_id = 0;
         if (!t)
                 return -errno;
         fs = table_top(t, p->target);
-        if (!fs || !streq(mnt_fs_get_fstype(fs) ?: "", p->fstype))
-                return -ENOENT;
+        if (!fs || !is_ours(p, fs)) {
+                /* Never through a symbolic link, but say so loudly if it happened. */
+                struct libmnt_fs *other = table_find_elsewhere(t, p);
+                if (!other)
+                        return -ENOENT;
+                *ret_id = mnt_fs_get_id(other);
+                snprintf(diff, size, "IT WAS MOUNTED ON %s, not on %s", mnt_fs_get_target(other), p->target);
+                return 1;
+        }
         *ret_id = mnt_fs_get_id(fs);
+        if (mnt_fs_get_parent_id(fs) != p->parent_id) {
+                snprintf(diff, size,
+                         "it was mounted on top of another mount of %s (mount %d), not on mount %d",
+                         p->target, mnt_fs_get_parent_id(fs), p->parent_id);
+                return 1;
+        }
 
-        now = remount_propagation_from_fields(mnt_fs_get_optional_fields(fs));
-        /* Outside the host's namespace, mount(2) would change our copy: leave it to systemd. */
-        size_t n = in_host ? remount_propagation_steps(p->propagation, now, steps) : 0;
-        for (size_t i = 0; i < n; i++)
-                if (mount(NULL, p->target, NULL, steps[i], NULL) < 0) {
-                        snprintf(diff, size, "its propagation could not be restored: %s", strerror(errno));
-                        return 1;
-                }
+        unsigned long now = remount_propagation_from_fields(mnt_fs_get_optional_fields(fs));
+        size_t n = c->in_host && !c->bus ? remount_propagation_steps(p->propagation, now, steps) : 0;
         if (n > 0) {
+                _cleanup_close_ int fd =
+                        remount_open_component(c->pin.parent_fd, c->pin.name, O_PATH, false);
+                char path[64];
+                snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+                for (size_t i = 0; i < n; i++)
+                        if (fd < 0 || mount(NULL, path, NULL, steps[i], NULL) < 0) {
+                                snprintf(diff, size, "its propagation could not be restored: %s",
+                                         strerror(errno));
+                                return 1;
+                        }
                 mnt_unref_table(t);
-                t = mnt_new_table_from_file(host_mountinfo);
+                t = mnt_new_table_from_file(c->mountinfo);
                 if (!t || !(fs = table_top(t, p->target)))
                         return -ENOENT;
         }
@@ -513,208 +731,191 @@ static int verify_mount(const RemountPlan *p, int *ret_id, char *diff, size_t si
         return diff[0] ? 1 : 0;
 }
 
-static int write_flag(const RemountJob *j, int value, RemountReport *rep) {
-        char c = value ? '1' : '0';
+/* Whether our filesystem is what is mounted on the target now (someone mounted it); sets
+ * the report's new mount id. */
+static bool mounted_again(Cycle *c) {
+        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        struct libmnt_fs *fs = t ? table_top(t, c->plan->target) : NULL;
 
-        if (j->flag_fd < 0)
-                return -EBADF;
-        if (pwrite(j->flag_fd, &c, 1, 0) != 1)
-                return -errno;
-        rep->flag_restored = true;
-        return 0;
-}
-
-/* Mounts with the old state (flag first), as the fallback and for retries. */
-static void mount_old_state(const RemountJob *j, RemountReport *rep, const char *why) {
-        char diff[512];
-        int r, id;
-
-        r = write_flag(j, j->old_flag, rep);
-        if (r < 0) {
-                report(rep, REMOUNT_UNMOUNTED, -r,
-                       "%s; cannot write the old flag %d back (%s), so it was not mounted again", why,
-                       j->old_flag, strerror(-r));
-                return;
-        }
-        r = do_mount(j, rep);
-        if (r < 0) {
-                report(rep, REMOUNT_UNMOUNTED, -r, "%s; mounting it with the old state failed too: %s", why,
-                       strerror(-r));
-                return;
-        }
-        r = verify_mount(j->plan, &id, diff, sizeof diff);
-        rep->new_id = id;
-        if (r < 0)
-                report(rep, REMOUNT_UNMOUNTED, -r, "%s; mounted it with the old state, but it is not there",
-                       why);
-        else if (r > 0)
-                report(rep, REMOUNT_RESTORED, 0, "%s; mounted it again with the old state, but %s", why,
-                       diff);
-        else
-                report(rep, REMOUNT_RESTORED, 0, "%s; mounted it again with the old state", why);
-}
-
-/* --- through systemd ------------------------------------------------------------------------ */
-
-static bool still_mounted(const RemountPlan *p, uint64_t unique_id) {
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(host_mountinfo);
-        struct libmnt_fs *fs = t ? table_top(t, p->target) : NULL;
-        struct statx stx;
-
-        if (!fs || mnt_fs_get_id(fs) != p->id || mnt_fs_get_devno(fs) != p->devnum)
+        if (!fs || !is_ours(c->plan, fs))
                 return false;
-        /* Mount ids are reused at once: the unique id (6.8+) tells the old mount from a new one. */
-        if (unique_id == 0 ||
-            statx(AT_FDCWD, p->target, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_MNT_ID_UNIQUE, &stx) <
-                    0 ||
-            !(stx.stx_mask & STATX_MNT_ID_UNIQUE))
-                return true;
-        return stx.stx_mnt_id == unique_id;
+        c->rep->new_id = mnt_fs_get_id(fs);
+        return true;
 }
 
-static uint64_t unique_id_of(const char *target) {
-        struct statx stx;
-
-        if (!in_host ||
-            statx(AT_FDCWD, target, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_MNT_ID_UNIQUE, &stx) < 0 ||
-            !(stx.stx_mask & STATX_MNT_ID_UNIQUE))
-                return 0;
-        return stx.stx_mnt_id;
+/* "a; b" of the parts that are not NULL. */
+static char *join(const char *a, const char *b) {
+        return strdup_printf("%s%s%s", a ?: "", a && b ? "; " : "", b ?: "");
 }
 
-static void cycle_with_systemd(const RemountJob *j, sd_bus *bus, const char *unit, RemountReport *rep) {
-        _cleanup_free_ char *result = NULL, *why = NULL;
-        const RemountPlan *p = j->plan;
+/* Steps 6 to 8: mounts the filesystem back onto the pinned place, first with the state of
+ * the journal's stage (the new one, unless it already fell back), then with the old one.
+ * Before each attempt the place must still be free and the same. before: what happened
+ * first, to start the report's message with, or NULL. */
+static void mount_back(Cycle *c, const char *before) {
+        RemountReport *rep = c->rep;
+        RemountJournal *j = c->journal;
+        _cleanup_free_ char *first_failure = NULL;
         char diff[512];
         int r, id;
 
-        snprintf(rep->unit, sizeof rep->unit, "%s", unit);
-        snprintf(rep->via, sizeof rep->via, "systemd (%s)", unit);
-        if (j->mount_only) {
-                r = write_flag(j, j->old_flag, rep);
-                if (r >= 0)
-                        r = remount_systemd_run_job(bus, unit, "StartUnit", SYSTEMD_JOB_TIMEOUT_USEC,
-                                                    &result);
-                if (r < 0 || verify_mount(p, &id, diff, sizeof diff) < 0)
-                        report(rep, REMOUNT_UNMOUNTED, r < 0 ? -r : ENOENT, "systemd could not mount it: %s",
-                               result ?: strerror(r < 0 ? -r : ENOENT));
-                else {
-                        rep->new_id = id;
-                        report(rep, REMOUNT_RESTORED, 0, "systemd mounted it again with the old state");
-                }
-                return;
-        }
+        for (;;) {
+                _cleanup_close_ int mp_fd = -EBADF;
+                _cleanup_free_ char *reason = NULL, *why = NULL, *so_far = join(before, first_failure);
+                bool old = j->stage == REMOUNT_STAGE_MOUNTING_OLD, changed;
+                int flag = old ? j->old_flag : j->new_flag;
 
-        uint64_t unique_id = unique_id_of(p->target);
-        r = remount_systemd_run_job(bus, unit, "RestartUnit", SYSTEMD_JOB_TIMEOUT_USEC, &result);
-        if (r >= 0) {
-                r = verify_mount(p, &id, diff, sizeof diff);
-                rep->new_id = id;
-                if (r == 0) {
-                        report(rep, REMOUNT_DONE, 0, "systemd restarted %s", unit);
+                if (!so_far)
+                        return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                r = remount_pin_check_free(&c->pin, c->plan->target, c->bus ? NULL : &mp_fd, &changed,
+                                           &reason);
+                if (r < 0)
+                        return (void) report(rep, REMOUNT_UNMOUNTED, -r,
+                                             "%s%scannot check its mount point: %s", so_far,
+                                             *so_far ? "; " : "", strerror(-r));
+                if (r > 0 && !changed && mounted_again(c)) {
+                        report(rep, REMOUNT_DIFFERENT, 0,
+                               "%s%sit was mounted again by someone else meanwhile", so_far,
+                               *so_far ? "; " : "");
                         return;
                 }
                 if (r > 0) {
-                        report(rep, REMOUNT_DIFFERENT, 0,
-                               "systemd restarted %s, but %s (systemd mounts it as its "
-                               "unit or /etc/fstab says)",
-                               unit, diff);
+                        /* Nothing is mounted through a changed path, nothing on top of another mount. */
+                        rep->give_up = true;
+                        return (void) report(rep, REMOUNT_UNMOUNTED, changed ? ENOTDIR : EEXIST,
+                                             "%s%snot mounting it again: %s; not retrying", so_far,
+                                             *so_far ? "; " : "", reason);
+                }
+                r = write_flag(c, flag);
+                if (r < 0 && r != -EBADF)
+                        return (void) report(
+                                rep, REMOUNT_UNMOUNTED, -r,
+                                "%s%scannot write the flag %d (%s), so it was not mounted again", so_far,
+                                *so_far ? "; " : "", flag, strerror(-r));
+                if (!old)
+                        (void) save_stage(c, REMOUNT_STAGE_MOUNTING_NEW);
+                r = mount_once(c, mp_fd, &why);
+                if (r >= 0) {
+                        rep->mounted = true;
+                        r = verify_mount(c, &id, diff, sizeof diff);
+                        rep->new_id = id;
+                }
+                if (r >= 0) {
+                        (void) save_stage(c, REMOUNT_STAGE_MOUNTED);
+                        rep->effective = flag;
+                        if (r > 0)
+                                report(rep, REMOUNT_DIFFERENT, 0, "%s%smounted it again%s, but %s", so_far,
+                                       *so_far ? "; " : "", old ? " with the old state" : "", diff);
+                        else if (old)
+                                report(rep, REMOUNT_RESTORED, 0, "%s; mounted it again with the old state",
+                                       so_far);
+                        else if (*so_far)
+                                report(rep, REMOUNT_DONE, 0, "%s; mounted it again with the new state",
+                                       so_far);
+                        else
+                                report(rep, REMOUNT_DONE, 0, "unmounted and mounted it again");
                         return;
                 }
+                if (!why)
+                        why = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
+                if (old)
+                        return (void) report(rep, REMOUNT_UNMOUNTED, -r,
+                                             "%s; mounting it with the old state failed too: %s", so_far,
+                                             why ?: "?");
+                first_failure = strdup_printf("mounting it with the new state failed: %s", why ?: "?");
+                if (!first_failure)
+                        return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                rep->error = -r;
+                if (save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
+                        j->stage = REMOUNT_STAGE_MOUNTING_OLD; /* the mount with the old state goes on */
         }
-        if (still_mounted(p, unique_id)) {
-                report(rep, REMOUNT_BUSY, r < 0 ? -r : 0, "systemd could not unmount it (%s)",
-                       result ?: strerror(r < 0 ? -r : EIO));
-                return;
-        }
-        why = strdup_printf("systemd unmounted it but could not mount it again (%s)",
-                            result ?: strerror(-r));
-        free(result);
-        result = NULL;
-        r = write_flag(j, j->old_flag, rep);
-        if (r >= 0)
-                r = remount_systemd_run_job(bus, unit, "StartUnit", SYSTEMD_JOB_TIMEOUT_USEC, &result);
-        if (r < 0 || verify_mount(p, &id, diff, sizeof diff) < 0)
-                report(rep, REMOUNT_UNMOUNTED, r < 0 ? -r : ENOENT,
-                       "%s; starting %s with the old state failed "
-                       "too (%s)",
-                       why ?: "", unit, result ?: strerror(r < 0 ? -r : ENOENT));
-        else {
-                rep->new_id = id;
-                report(rep, REMOUNT_RESTORED, 0, "%s; systemd mounted it again with the old state",
-                       why ?: "");
+}
+
+/* Starts again the targets the stop of the unit stopped (as a restart would). */
+static void restart_targets(Cycle *c) {
+        STRV_FOREACH (t, c->targets) {
+                _cleanup_free_ char *result = NULL;
+                if (remount_systemd_is_active(c->bus, *t) == 0)
+                        (void) remount_systemd_run_job(c->bus, *t, "StartUnit", "fail",
+                                                       SYSTEMD_JOB_TIMEOUT_USEC, &result);
         }
 }
 
 /* --- the cycle ------------------------------------------------------------------------------ */
 
-void remount_job_run(const RemountJob *j, RemountReport *rep) {
-        _cleanup_(bus_unrefp) sd_bus *bus = NULL;
-        _cleanup_free_ char *unit = NULL, *why = NULL, *reason = NULL, *dependents = NULL;
-        const RemountPlan *p = j->plan;
-        char diff[512];
-        int r, id;
+/* Step 1: who does it. systemd whenever it is there; else this process, in the host's mount
+ * namespace. Returns 0, or -errno with the report filled. */
+static int choose_way(Cycle *c, bool replay) {
+        RemountReport *rep = c->rep;
+        RemountPlan *p = c->plan;
+        _cleanup_free_ char *why = NULL, *unit = NULL;
+        bool unit_file = false;
+        int r;
 
-        *rep = (RemountReport){ .outcome = REMOUNT_FAILED };
-
-        /* 1. systemd, when it manages the mount (connect before leaving our namespace: the
-         * bus socket is where our environment says). A retry goes the way the cycle went;
-         * without the bus it mounts by itself: the filesystem must come back. */
-        if (j->mount_only && j->systemd_unit) {
-                if (sd_bus_open_system(&bus) >= 0)
-                        unit = strdup(j->systemd_unit);
-        } else if (!j->mount_only) {
-                r = remount_systemd_find(p->target, &bus, &unit, &why);
-                if (r < 0)
-                        why = strdup_printf("cannot ask systemd (%s)", strerror(-r));
+        r = replay && !c->journal->unit ? 0 : remount_systemd_connect(&c->bus, &why);
+        if (r > 0 && !replay) {
+                r = remount_systemd_find(c->bus, p->target, &unit, &unit_file, &why);
+                if (r <= 0) {
+                        report(rep, r < 0 ? REMOUNT_FAILED : REMOUNT_REFUSED, r < 0 ? -r : 0, "%s",
+                               r < 0 ? strerror(-r) : why);
+                        return r < 0 ? r : -ENOENT;
+                }
+                free(c->journal->unit);
+                c->journal->unit = TAKE_PTR(unit);
+                c->journal->unit_file = unit_file;
         }
-
-        /* 2. The host's namespace: for a retry, the mount is gone; its parent is the anchor. */
-        if (j->mount_only)
-                r = enter_host_namespace(p->parent_id, 0, NULL, rep);
-        else
-                r = enter_host_namespace(p->id, p->devnum, p->target, rep);
-        if (r < 0) {
-                if (!unit || !bus)
-                        return; /* the report says why */
-                /* systemd unmounts and mounts in its own namespace; we check from PID 1's
-                 * table, and the processes we may not inspect are left to the unmount. */
-                host_mountinfo = "/proc/1/mountinfo";
-                in_host = false;
-                *rep = (RemountReport){ .outcome = REMOUNT_FAILED };
+        if (r > 0) {
+                c->mountinfo = "/proc/1/mountinfo";
+                snprintf(rep->unit, sizeof rep->unit, "%s", c->journal->unit);
+                snprintf(rep->via, sizeof rep->via, "systemd (%s)", c->journal->unit);
+                return 0;
         }
+        /* Ourselves: for a replay, the mount is gone; its parent is the anchor. */
+        r = replay ? enter_host_namespace(p->parent_id, 0, NULL, rep)
+                   : enter_host_namespace(p->id, p->devnum, p->target, rep);
+        if (r < 0)
+                return r;
+        c->mountinfo = "/proc/self/mountinfo";
+        c->in_host = true;
         if (why) {
-                /* Say why systemd did not do it: its absence must be visible. */
                 size_t n = strlen(rep->via);
                 snprintf(rep->via + n, sizeof rep->via - n, " (not through systemd: %s)", why);
         }
-        if (j->mount_only) {
-                if (unit && bus)
-                        return cycle_with_systemd(j, bus, unit, rep);
-                return mount_old_state(j, rep, "it was left unmounted by a failed cycle");
-        }
+        return 0;
+}
 
-        /* 3. Checks on the live system, now that we see what the host sees. */
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(host_mountinfo);
+/* Step 1's checks on the live system, now that we see what the host sees. Returns 0, or 1
+ * with the report filled. */
+static int check_idle(Cycle *c) {
+        RemountReport *rep = c->rep;
+        const RemountPlan *p = c->plan;
+        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        _cleanup_free_ char *reason = NULL;
+        int r;
+
         if (!t) {
                 report(rep, REMOUNT_FAILED, errno, "cannot read the host's mount table: %s",
                        strerror(errno));
-                return;
+                return 1;
+        }
+        if (!table_find(t, p->id, p->devnum, p->target)) {
+                report(rep, REMOUNT_NOTHING, 0, "it is not mounted any more");
+                return 1;
         }
         r = remount_check_table(t, p, &reason);
         if (r != 0) {
                 report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
                        r > 0 ? reason : strerror(-r));
-                return;
+                return 1;
         }
         Users u = { .plan = p };
         struct stat st;
-        if (in_host && stat("/proc/self/ns/mnt", &st) >= 0)
+        if (c->in_host && stat("/proc/self/ns/mnt", &st) >= 0)
                 u.self_ns = st.st_ino; /* the host's: its table was checked above */
         r = users_add_id(&u, p->id);
         if (r >= 0)
                 r = for_each_pid(scan_namespace, &u);
-        if (r == 0 && !j->skip_scan)
+        if (r == 0 && !c->job->skip_scan)
                 r = for_each_pid(scan_process, &u);
         free(u.ids);
         free(u.seen_ns);
@@ -722,57 +923,248 @@ void remount_job_run(const RemountJob *j, RemountReport *rep) {
                 report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
                        r > 0 ? u.reason : strerror(-r));
                 free(u.reason);
+                return 1;
+        }
+        c->uninspectable = u.uninspectable;
+        return 0;
+}
+
+static void cycle(Cycle *c) {
+        RemountReport *rep = c->rep;
+        RemountPlan *p = c->plan;
+        _cleanup_free_ char *reason = NULL, *why = NULL;
+        int r;
+
+        if (choose_way(c, false) < 0 || check_idle(c) != 0)
+                return;
+
+        /* 2. The mount point pinned; the parent we see must be the system's. */
+        r = remount_pin_target(p->target, &c->pin, &reason);
+        if (r != 0) {
+                report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
+                       r > 0 ? reason : strerror(-r));
                 return;
         }
-        if (unit && bus) {
-                r = remount_systemd_dependents(bus, unit, &dependents);
-                if (r >= 0 && dependents) {
-                        report(rep, REMOUNT_REFUSED, 0, "restarting %s would restart %s too", unit,
-                               dependents);
+        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        struct libmnt_fs *parent = t ? table_find(t, p->parent_id, 0, NULL) : NULL;
+        if (!parent || mnt_fs_get_devno(parent) != c->pin.parent_dev) {
+                report(rep, REMOUNT_REFUSED, 0,
+                       "the directory the daemon finds above %s is not on the filesystem the system mounted "
+                       "there (mount %d)",
+                       p->target, p->parent_id);
+                return;
+        }
+        c->journal->parent_dev = c->pin.parent_dev;
+        c->journal->parent_ino = c->pin.parent_ino;
+
+        /* Whatever a stop of the unit would take down with it. */
+        if (c->bus) {
+                r = remount_systemd_check_stop(c->bus, c->journal->unit, &reason, &c->targets);
+                if (r != 0) {
+                        report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
+                               r > 0 ? reason : strerror(-r));
                         return;
                 }
-                return cycle_with_systemd(j, bus, unit, rep);
         }
 
-        /* 4. Unmount (EBUSY is the final word on being idle), and make sure the superblock went
-         * with it: another holder would hand the old one back to the new mount. */
-        r = do_umount(p);
-        if (r < 0) {
-                report(rep, REMOUNT_BUSY, -r, "the unmount failed: %s%s", strerror(-r),
-                       u.uninspectable > 0 ? " (some processes could not be inspected)" : "");
+        /* 3. The superblock's end can be seen; we can mount it again ourselves. */
+        r = superblock_setup(c, &reason);
+        if (r == 0 && !c->bus)
+                r = device_check_mountable(c, &reason);
+        if (r != 0) {
+                report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
+                       r > 0 ? reason : strerror(-r));
                 return;
         }
-        r = superblock_gone(p);
-        if (r == 0) {
-                r = do_mount(j, rep);
-                if (r >= 0 && verify_mount(p, &id, diff, sizeof diff) >= 0) {
-                        rep->new_id = id;
-                        report(rep, REMOUNT_BUSY, EBUSY,
-                               "the superblock outlived the unmount (something else holds the device); "
-                               "mounted "
-                               "it again as it was");
+
+        /* 4. Last moment to abandon it. */
+        sync_target(c);
+        pause_at(c, "before-umount");
+        if (stop_requested) {
+                report(rep, REMOUNT_REFUSED, EINTR, "the daemon is stopping");
+                return;
+        }
+
+        /* 5. Unmount. */
+        r = save_stage(c, REMOUNT_STAGE_UNMOUNTING);
+        if (r < 0) {
+                report(rep, REMOUNT_FAILED, -r, "cannot write the journal %s: %s", c->job->journal_path,
+                       strerror(-r));
+                return;
+        }
+        r = do_unmount(c, &why);
+        if (r < 0 && mountinfo_has(c->mountinfo, p->id, p->devnum, p->target)) {
+                (void) save_stage(c, REMOUNT_STAGE_PREPARED); /* nothing was touched */
+                if (c->bus)
+                        restart_targets(c);
+                report(rep, REMOUNT_BUSY, -r, "%s: %s%s",
+                       c->bus ? "systemd could not unmount it" : "the unmount failed", why ?: strerror(-r),
+                       c->uninspectable > 0 ? " (some processes could not be inspected)" : "");
+                return;
+        }
+        r = superblock_gone(c);
+        pause_at(c, "after-umount");
+        if (r <= 0) {
+                _cleanup_free_ char *before =
+                        r == 0 ? strdup("the superblock outlived the unmount (something else holds the "
+                                        "device)")
+                               : strdup_printf("cannot tell whether its superblock went away (%s)",
+                                               strerror(-r));
+                mount_back(c, before ?: "out of memory");
+                if (rep->outcome == REMOUNT_DONE || rep->outcome == REMOUNT_RESTORED) {
+                        /* Mounted again, but with the superblock (and state) it had, or unknown. */
+                        rep->outcome = REMOUNT_DIFFERENT;
+                        rep->effective = c->journal->old_flag;
+                }
+        } else
+                mount_back(c, NULL);
+        if (c->bus)
+                restart_targets(c);
+        pause_at(c, "after-mount");
+}
+
+/* The replay of a journal: the filesystem is mounted back as it says. */
+static void replay(Cycle *c) {
+        RemountReport *rep = c->rep;
+        RemountJournal *j = c->journal;
+        RemountPlan *p = c->plan;
+        _cleanup_free_ char *reason = NULL;
+        _cleanup_(tablep) struct libmnt_table *t = NULL;
+        struct libmnt_fs *fs;
+        int r;
+
+        rep->stage = j->stage;
+        if (j->stage == REMOUNT_STAGE_PREPARED) {
+                /* Nothing was touched: only the system's table is read, from wherever we are. */
+                c->mountinfo = "/proc/1/mountinfo";
+                t = mnt_new_table_from_file(c->mountinfo);
+                fs = t ? table_top(t, p->target) : NULL;
+                if (fs && is_ours(p, fs)) {
+                        rep->new_id = mnt_fs_get_id(fs);
+                        rep->effective = j->old_flag;
+                        report(rep, REMOUNT_FAILED, 0,
+                               "the cycle was interrupted (at stage prepared) before the unmount: it is "
+                               "mounted as "
+                               "before");
                 } else
-                        mount_old_state(j, rep,
-                                        "the superblock outlived the unmount and mounting it again failed");
+                        report(rep, REMOUNT_NOTHING, 0,
+                               "it is not mounted, but the interrupted cycle had not unmounted it (someone "
+                               "else "
+                               "did, or it was never mounted there); not mounting it");
                 return;
         }
+        if (choose_way(c, true) < 0) {
+                rep->outcome = REMOUNT_UNMOUNTED; /* retried */
+                return;
+        }
+        if (c->bus) {
+                /* The interrupted cycle's job (systemd carries it out without us) ends first. */
+                r = remount_systemd_wait_idle(c->bus, j->unit, SYSTEMD_JOB_TIMEOUT_USEC);
+                if (r < 0) {
+                        report(rep, REMOUNT_UNMOUNTED, -r, "systemd's job for %s did not end: %s", j->unit,
+                               strerror(-r));
+                        return;
+                }
+        }
+        t = mnt_new_table_from_file(c->mountinfo);
+        if (!t) {
+                report(rep, REMOUNT_UNMOUNTED, errno, "cannot read the host's mount table: %s",
+                       strerror(errno));
+                return;
+        }
+        fs = table_top(t, p->target);
+        if (fs && is_ours(p, fs)) {
+                /* Mounted: never unmounted by the cycle, or mounted again (by it, or by someone). */
+                struct stat st;
+                bool same_sb;
+                superblock_dir(p, c->sb_dir, sizeof c->sb_dir);
+                if (j->sb_ino != 0 && c->sb_dir[0])
+                        same_sb = stat(c->sb_dir, &st) >= 0 && (uint64_t) st.st_ino == j->sb_ino;
+                else
+                        same_sb = j->stage <= REMOUNT_STAGE_UNMOUNTING;
+                rep->new_id = mnt_fs_get_id(fs);
+                rep->effective = same_sb ? j->old_flag : remount_journal_mount_flag(j);
+                if (same_sb)
+                        report(rep, REMOUNT_FAILED, 0,
+                               "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
+                               "as "
+                               "before",
+                               remount_stage_to_string(j->stage));
+                else
+                        report(rep, rep->effective == j->new_flag ? REMOUNT_DONE : REMOUNT_RESTORED, 0,
+                               "the interrupted cycle (at stage %s) had mounted it again, with the %s state",
+                               remount_stage_to_string(j->stage),
+                               rep->effective == j->new_flag ? "new" : "old");
+                return;
+        }
+        if (fs) {
+                rep->give_up = true;
+                report(rep, REMOUNT_UNMOUNTED, EEXIST,
+                       "%s from %s is mounted on it now; not mounting it over that", mnt_fs_get_fstype(fs),
+                       mnt_fs_get_source(fs) ?: "?");
+                return;
+        }
+        fs = table_find_elsewhere(t, p);
+        if (fs) {
+                report(rep, REMOUNT_NOTHING, 0, "it is mounted on %s now, not mounting it again",
+                       mnt_fs_get_target(fs));
+                return;
+        }
+        /* Where it goes: the journal's directory, at the same path. */
+        r = remount_pin_target(p->target, &c->pin, &reason);
+        if (r == 0 && (c->pin.parent_dev != j->parent_dev || c->pin.parent_ino != j->parent_ino)) {
+                r = 1;
+                reason = strdup_printf("the path %s leads to another directory than before the unmount (its "
+                                       "parent was renamed or replaced)",
+                                       p->target);
+        }
+        if (r != 0) {
+                rep->give_up = r > 0;
+                report(rep, REMOUNT_UNMOUNTED, r > 0 ? ENOTDIR : -r, "not mounting it again: %s%s",
+                       r > 0 ? reason ?: "out of memory" : strerror(-r), r > 0 ? "; not retrying" : "");
+                return;
+        }
+        if (!c->bus) {
+                r = device_check_mountable(c, &reason);
+                if (r != 0) {
+                        report(rep, REMOUNT_UNMOUNTED, r > 0 ? EPERM : -r, "%s",
+                               r > 0 ? reason : strerror(-r));
+                        return;
+                }
+        }
+        mount_back(c, "it had been left unmounted");
+}
 
-        /* 5. Mount with the new state (the daemon wrote the flag); on failure the old one. */
-        r = do_mount(j, rep);
-        if (r < 0) {
-                char why_buf[256];
-                snprintf(why_buf, sizeof why_buf, "mounting it with the new state failed: %s", strerror(-r));
-                mount_old_state(j, rep, why_buf);
-                if (rep->outcome == REMOUNT_RESTORED)
-                        rep->error = -r;
+void remount_job_run(const RemountJob *j, RemountReport *rep) {
+        _cleanup_close_ int lock = -EBADF;
+        Cycle c = {
+                .job = j,
+                .journal = j->journal,
+                .plan = &j->journal->plan,
+                .rep = rep,
+                .pin = REMOUNT_PIN_NULL,
+        };
+
+        *rep = (RemountReport){
+                .outcome = REMOUNT_FAILED, .flag_written = -1, .effective = -1, .stage = j->journal->stage
+        };
+        setup_signals();
+        /* One process at a time per mount point: a cycle of a killed daemon may still run. */
+        lock = remount_journal_lock(j->journal_path);
+        if (lock < 0) {
+                if (lock == -EWOULDBLOCK)
+                        report(rep, j->replay ? REMOUNT_UNMOUNTED : REMOUNT_FAILED, EWOULDBLOCK,
+                               "another process (a cycle of an earlier daemon) is at work on it");
+                else
+                        report(rep, j->replay ? REMOUNT_UNMOUNTED : REMOUNT_FAILED, -lock,
+                               "cannot lock its journal: %s", strerror(-lock));
                 return;
         }
-        r = verify_mount(p, &id, diff, sizeof diff);
-        rep->new_id = id;
-        if (r < 0)
-                mount_old_state(j, rep, "the mount with the new state did not appear");
-        else if (r > 0)
-                report(rep, REMOUNT_DIFFERENT, 0, "mounted it again, but %s", diff);
+        if (j->replay)
+                replay(&c);
         else
-                report(rep, REMOUNT_DONE, 0, "unmounted and mounted it again");
+                cycle(&c);
+        remount_pin_done(&c.pin);
+        strv_free(c.targets);
+        sd_bus_flush_close_unref(c.bus);
 }

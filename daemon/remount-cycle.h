@@ -2,35 +2,55 @@
 #pragma once
 
 /* The unmount + mount cycle itself, run in a child process forked by the daemon (remount.c),
- * so that the daemon's event loop never blocks on an unmount that flushes data and the
- * daemon's own mount namespace is never touched. The child:
+ * so that the daemon's event loop never blocks on an unmount that flushes data. Who unmounts
+ * and mounts again:
  *
- *   1. connects to the system bus when it can: if systemd manages the mount (a loaded,
- *      active .mount unit from /etc/fstab or a unit file), the cycle is a RestartUnit of
- *      that unit, so that its options and dependencies apply;
- *   2. enters the mount namespace that holds the mount: its own if the daemon runs in the
- *      host's, else PID 1's (/proc/1/ns/mnt), else, when PID 1's cannot be opened, that of
- *      a process whose mount table lists the very mount (mount ids are unique system-wide
- *      while the mount exists, so that is the same namespace); it checks after setns()
- *      that the mount is there;
- *   3. checks again what the daemon checked on the table (bind mounts, submounts), then
- *      what needs the live system: copies of the mount in other mount namespaces that an
- *      unmount here would not reach, and every process's open files, working directory,
- *      root and mappings (/proc/PID/fd, cwd, root, maps);
- *   4. unmounts without MNT_FORCE or MNT_DETACH (EBUSY is the final check), makes sure the
- *      superblock is gone (the device opens with O_EXCL), mounts it again with the recorded
- *      source, type, per-mount and superblock options, restores its propagation, and
- *      verifies that the mount is back as it was;
- *   5. when that mount fails, writes the old flag (the file descriptor the daemon opened)
- *      and mounts it again with the old state; when that fails too it reports
- *      REMOUNT_UNMOUNTED and the daemon retries (a job with mount_only set).
+ *   - systemd, whenever it is on the system bus (remount-systemd.h): it stops the mount unit
+ *     and starts it again (or a transient unit with the recorded source, type and options).
+ *     The child needs no privilege, stays in the daemon's mount namespace and reads the
+ *     system's mount table from /proc/1/mountinfo;
+ *   - else the child itself, in the host's mount namespace (its own when the daemon runs
+ *     there, else PID 1's, entered with setns(2): CAP_SYS_ADMIN), with umount2(2) and
+ *     mount(2) on the pinned mount point (remount-pin.h), never through a path.
  *
- * All libmount calls use mnt_context with helpers (/sbin/mount.TYPE) and canonicalization
- * off: only mount(2)/umount2(2) run, on the exact paths of the mount table. */
+ * The cycle, step by step (each check before the first step that touches anything):
+ *
+ *   1. the checks on the live system: the mount is there; no bind mount, submount, copy in
+ *      another mount namespace the unmount would not reach; no process with a file open,
+ *      mapped, or its working or root directory on it (/proc/PID/fd, cwd, root, maps);
+ *      systemd: no other unit a stop of the mount unit would stop (remount-systemd.h);
+ *   2. the mount point pinned (remount-pin.h): every directory above it root's alone;
+ *   3. that whoever unmounts can mount again, and that the superblock's end can be seen
+ *      (its /sys/fs/TYPE/NAME directory for ext4, xfs, f2fs, else an O_EXCL open of the
+ *      device: a device the service may not open (DevicePolicy=) refuses the cycle here);
+ *   4. syncfs(2), so that the unmount has little left to write; a stop of the daemon
+ *      (SIGTERM) before this point aborts the cycle; from the next step on, the cycle is
+ *      carried to its end whatever signal but SIGKILL comes;
+ *   5. the journal (remount-journal.h) says "unmounting"; unmount (EBUSY is the final word
+ *      on being idle); the superblock must be gone (another holder would hand the old one,
+ *      with its old state, to the new mount);
+ *   6. the pinned place checked again: still the same directory at the same path, nothing
+ *      mounted on it; else nothing is mounted (REMOUNT_UNMOUNTED, no retry);
+ *   7. mount with the new state; verify it is back as it was, on the same parent mount;
+ *   8. when that mount fails: the old flag written back (the file descriptor the daemon
+ *      opened), the journal says "mounting-old", and it is mounted with the old state; when
+ *      that fails too, REMOUNT_UNMOUNTED and the daemon retries from the journal.
+ *
+ * A replay (RemountJob.replay) mounts a filesystem back as its journal says: the retries of
+ * a filesystem left unmounted, and a cycle found in the journal at start or whose process
+ * died. It waits for systemd's job on the unit to end, then: the filesystem is mounted
+ * again (by the interrupted cycle: done, with the state of the journal's stage), still
+ * mounted (the cycle never unmounted it), or not mounted: then the same checks as steps 6-8.
+ *
+ * Test hooks (remount.h): the first N mount attempts get an invalid option (the daemon's
+ * own mounts and transient units; a unit file's options cannot be changed); the process
+ * scan skipped; a pause at each step ("before-umount", "after-umount", "after-mount"): the
+ * child writes "STEP PID" to the FIFO PAUSE and waits until a line is written to PAUSE.go
+ * (or SIGTERM), when a reader has PAUSE open (else it does not pause). */
 
 #include <stdbool.h>
 
-#include "remount-check.h"
+#include "remount-journal.h"
 
 typedef enum RemountOutcome {
         REMOUNT_DONE,      /* mounted again with the new state, as it was */
@@ -39,7 +59,7 @@ typedef enum RemountOutcome {
         REMOUNT_BUSY,      /* the unmount failed; still mounted as before */
         REMOUNT_RESTORED,  /* mounting with the new state failed; mounted again with the old one */
         REMOUNT_UNMOUNTED, /* no mount worked: the filesystem is NOT mounted (the daemon retries) */
-        REMOUNT_DIFFERENT, /* mounted again, but not as it was (options, propagation) */
+        REMOUNT_DIFFERENT, /* mounted again, but not as it was (options, propagation, place) */
         REMOUNT_FAILED,    /* could not even start (namespace, fork, flag): nothing was touched */
         _REMOUNT_OUTCOME_MAX,
 } RemountOutcome;
@@ -48,14 +68,14 @@ typedef enum RemountOutcome {
 const char *remount_outcome_to_string(RemountOutcome o);
 
 typedef struct RemountJob {
-        const RemountPlan *plan;
+        RemountJournal *journal;  /* the cycle, as saved by the daemon; the child updates it */
+        const char *journal_path; /* where it is saved */
         const char *options;      /* what to mount with: remount_plan_options() */
-        int flag_fd;              /* queue/stable_writes of the disk, open read-write */
-        int old_flag;             /* the flag that gives the filesystem its old state back */
-        bool mount_only;          /* a retry: the filesystem is not mounted; mount with the old state */
-        const char *systemd_unit; /* retries of a cycle done by systemd: start this unit */
+        int flag_fd;              /* queue/stable_writes of the disk, open read-write; -EBADF */
+        bool replay;              /* mount it back as the journal says */
         unsigned fail_mounts;     /* test hook: the first N mount attempts get an invalid option */
         bool skip_scan;           /* test hook: skip the process scan (umount's EBUSY decides) */
+        const char *pause_fifo;   /* test hook: pause at each step */
 } RemountJob;
 
 /* What the child sends back through a pipe: fixed size, one write. */
@@ -63,14 +83,17 @@ typedef struct RemountReport {
         int outcome;             /* RemountOutcome */
         int error;               /* errno of the step that failed, 0 if none */
         int new_id;              /* the mount id of the filesystem mounted again, 0 if none */
-        unsigned mount_attempts; /* mount(2) attempts made (the test hook counts them) */
-        bool flag_restored;      /* the child wrote old_flag */
+        unsigned mount_attempts; /* mount attempts made (the test hook counts them) */
+        int flag_written;        /* the flag the child wrote, -1 if none */
+        int effective;           /* the state the filesystem mounted now runs with, -1: not known */
+        int stage;               /* the journal's stage at the end (RemountStage) */
+        bool give_up;            /* REMOUNT_UNMOUNTED: retrying cannot help (the place changed) */
+        bool mounted;            /* this process had it mounted (not a replay that found it mounted) */
         char unit[256];          /* the systemd unit that did the cycle, "" when none */
         char via[256];           /* where it happened: "PID 1's mount namespace", "systemd (x.mount)" */
         char message[1536];      /* what happened, one sentence without the mount's name */
 } RemountReport;
 
-/* Runs job j in the calling process, which must be a single-threaded child that may change
- * its mount namespace. Always fills *ret; never returns before it has done all it can to
- * leave the filesystem mounted. */
+/* Runs job j in the calling process, which must be a single-threaded child. Always fills
+ * *ret; never returns before it has done all it can to leave the filesystem mounted. */
 void remount_job_run(const RemountJob *j, RemountReport *ret);

@@ -1,31 +1,62 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The cycle through systemd, for mounts systemd manages: a restart of the .mount unit
- * makes systemd unmount and mount it with the options of /etc/fstab or the unit file, and
- * run its dependencies. Blocking sd-bus calls: used only in the cycle's child process.
+/* The cycle through systemd, the way it is done whenever systemd runs: systemd unmounts
+ * (StopUnit of the .mount unit) and systemd mounts again (StartUnit of the unit when it has
+ * a unit file, such as an /etc/fstab line; else StartTransientUnit of a mount unit of the
+ * same name with the recorded What=, Type= and Options=, as systemd-mount(1) does: the unit
+ * systemd makes from the mount table has no What= to mount again, and is unloaded once
+ * stopped). The daemon needs no privilege for it: no capability, no mount namespace, no
+ * device access; systemd checks the path (it refuses a Where= that is not canonical) and
+ * the daemon closes the rest of the window (remount-pin.h).
  *
- * Absence is normal and detected, never an error: no system bus, or no
- * org.freedesktop.systemd1 on it, or no loaded and active unit for the mount point, or a
- * unit systemd could not mount again (made from the mount table, with neither FragmentPath
- * nor SourcePath) all make remount_systemd_find() return 0, and the caller falls back to
- * doing the cycle itself in the host's mount namespace. */
+ * Stopping a unit stops the units that depend on it (Requires=, Requisite=, BindsTo=,
+ * PartOf=, PropagatesStopTo=, recursively), its triggering .automount, and the units only it
+ * kept (StopWhenUnneeded=); an Upholds= would start it again at once. remount_systemd_check_stop()
+ * walks those and refuses, naming them. Targets have no processes: they are stopped with it
+ * and started again after the mount (as RestartUnit would).
+ *
+ * Blocking sd-bus calls: used only in the cycle's child process. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
-/* Whether systemd manages the mount on target. Returns 1 with the bus connection and the
- * unit name, 0 with a reason for the log in *ret_why (systemd is not there or does not
- * manage it), or -errno. */
-int remount_systemd_find(const char *target, sd_bus **ret_bus, char **ret_unit, char **ret_why);
+/* Connects to the system bus and checks that systemd is on it. Returns 1 with the
+ * connection, 0 with a reason for the log in *ret_why (no bus, or no systemd), or -errno. */
+int remount_systemd_connect(sd_bus **ret_bus, char **ret_why);
 
-/* Active units, other than targets, that restarting unit would stop or restart too
- * (RequiredBy=, BoundBy=). Returns 0 with a comma-separated list in *ret, or NULL when
- * there are none; -errno on bus errors. */
-int remount_systemd_dependents(sd_bus *bus, const char *unit, char **ret);
+/* The loaded, active mount unit of target. Returns 1 with its name and whether it has a unit
+ * file (not transient, not made from the mount table), 0 with a reason in *ret_why (no such
+ * unit, inactive, for another path, with a job queued), or -errno. */
+int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool *ret_unit_file,
+                         char **ret_why);
 
-/* Calls method ("RestartUnit", "StartUnit") on unit with job mode "replace" and waits at
- * most timeout_usec for the job to finish. Returns 0 when its result is "done", -EIO with
- * the result ("failed", "dependency", "timeout"...) in *ret_result, -ETIMEDOUT, or -errno. */
-int remount_systemd_run_job(sd_bus *bus, const char *unit, const char *method, uint64_t timeout_usec,
-                            char **ret_result);
+/* What stopping unit would do to other units. Returns 0 with the active targets it would
+ * stop in *ret_targets (NULL: none), 1 with a sentence naming the units in *ret_refusal, or
+ * -errno on bus errors. */
+int remount_systemd_check_stop(sd_bus *bus, const char *unit, char **ret_refusal, char ***ret_targets);
+
+/* Waits (at most timeout_usec) until unit has no job queued. Returns 0, -ETIMEDOUT or
+ * -errno. */
+int remount_systemd_wait_idle(sd_bus *bus, const char *unit, uint64_t timeout_usec);
+
+/* Calls method ("StopUnit", "StartUnit") on unit with job mode mode and waits at most
+ * timeout_usec for the job to finish. Returns 0 when its result is "done", -EIO with the
+ * result ("failed", "dependency", "timeout"...) or the bus error in *ret_result, -ETIMEDOUT,
+ * or -errno. */
+int remount_systemd_run_job(sd_bus *bus, const char *unit, const char *method, const char *mode,
+                            uint64_t timeout_usec, char **ret_result);
+
+/* Starts a transient mount unit named unit (replacing a stopped one made from the mount
+ * table) with What=what, Type=type, Options=options, and waits as remount_systemd_run_job(). */
+int remount_systemd_start_transient(sd_bus *bus, const char *unit, const char *what, const char *type,
+                                    const char *options, uint64_t timeout_usec, char **ret_result);
+
+/* Whether unit is active now (ActiveState active, reloading or activating). Returns 1, 0,
+ * or -errno. */
+int remount_systemd_is_active(sd_bus *bus, const char *unit);
+
+/* Forgets the failed state of unit (a failed transient unit would refuse a new one of its
+ * name). Returns 0 or -errno. */
+int remount_systemd_reset_failed(sd_bus *bus, const char *unit);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
 
 #include "log.h"
 #include "remount.h"
@@ -9,6 +12,9 @@
 #include "util.h"
 
 #define REASON_PENDING "takes effect at next mount"
+
+/* While a stop waits for a cycle, it asks systemd for this much more time at a time. */
+#define STOP_EXTEND_USEC (30 * USEC_PER_SEC)
 
 /* What the last cycle or check of a mount point said. */
 typedef struct RemountNote {
@@ -35,35 +41,40 @@ typedef struct RemountRequest {
         size_t n_results;
 } RemountRequest;
 
-/* The cycle in progress, or a filesystem left unmounted that is being retried. */
+/* A cycle, or a filesystem a cycle left unmounted (mounted back from its journal: replays). */
 typedef struct RemountActive {
-        RemountRequest *request; /* whom to tell; NULL once told (retries) */
+        RemountRequest *request; /* whom to tell; NULL once told */
         RemountItem item;
         char *label; /* "TARGET (FSTYPE on DISK)" */
-        RemountPlan plan;
+        RemountJournal journal;
+        char *journal_path;
         char *options;
-        char *unit; /* the systemd unit that did it, for retries */
         int flag_fd;
-        int old_flag, new_flag;
-        bool mount_only; /* retrying: mount with the old state */
-        bool stuck;      /* left unmounted */
+        bool replay;  /* mount it back as the journal says */
+        bool give_up; /* left unmounted, and retrying cannot help */
+        bool checked; /* a replay (or the cycle) found it unmounted: not just read from a journal */
+        char *reason; /* why it is not mounted, while it is not */
         pid_t pid;
         int report_fd;
         sd_event_source *io;
         uint64_t start_usec;
         unsigned retries;
         uint64_t backoff_usec;
+        uint64_t due_usec; /* CLOCK_MONOTONIC: its next replay */
 } RemountActive;
 
 struct Remounter {
         Manager *manager;
         sd_event_source *defer, *retry;
-        RemountRequest *queue; /* the head is the request being worked on */
-        RemountActive *active;
+        RemountRequest *queue;     /* the head is the request being worked on */
+        RemountActive *running;    /* the cycle or replay whose process runs */
+        RemountActive **unmounted; /* left unmounted: waiting for a replay, or given up */
+        size_t n_unmounted;
         RemountNote *notes;
         size_t n_notes;
         unsigned test_fail_mounts;
         bool test_skip_scan;
+        char *test_pause;
 };
 
 static void item_done(RemountItem *i) {
@@ -96,10 +107,11 @@ static void active_free(RemountActive *a) {
         if (a->flag_fd >= 0)
                 close(a->flag_fd);
         item_done(&a->item);
-        remount_plan_done(&a->plan);
+        remount_journal_done(&a->journal);
+        free(a->journal_path);
         free(a->label);
         free(a->options);
-        free(a->unit);
+        free(a->reason);
         free(a);
 }
 
@@ -107,6 +119,37 @@ static void schedule(Remounter *r) {
         int k = sd_event_source_set_enabled(r->defer, SD_EVENT_ONESHOT);
         if (k < 0)
                 log_error_errno(k, "Cannot schedule the remount queue: %m");
+}
+
+/* Takes a from the list of filesystems left unmounted, if it is there. */
+static void unmounted_take(Remounter *r, RemountActive *a) {
+        for (size_t i = 0; i < r->n_unmounted; i++)
+                if (r->unmounted[i] == a) {
+                        memmove(&r->unmounted[i], &r->unmounted[i + 1],
+                                sizeof(RemountActive *) * (r->n_unmounted - i - 1));
+                        r->n_unmounted--;
+                        return;
+                }
+}
+
+/* Adds a to the list of filesystems left unmounted. Returns 0 or -ENOMEM. */
+static int unmounted_add(Remounter *r, RemountActive *a) {
+        RemountActive **l = realloc(r->unmounted, sizeof(RemountActive *) * (r->n_unmounted + 1));
+        if (!l)
+                return -ENOMEM;
+        r->unmounted = l;
+        l[r->n_unmounted++] = a;
+        return 0;
+}
+
+/* The cycle, replay or left-unmounted filesystem that holds disk, or NULL. */
+static const RemountActive *holder_of(const Remounter *r, const char *disk) {
+        if (r->running && streq(r->running->item.disk, disk))
+                return r->running;
+        for (size_t i = 0; i < r->n_unmounted; i++)
+                if (streq(r->unmounted[i]->item.disk, disk))
+                        return r->unmounted[i];
+        return NULL;
 }
 
 /* --- notes: why a pending mount was not cycled ------------------------------------------- */
@@ -166,16 +209,6 @@ static void note_set(Remounter *r, const char *target, int id, bool sticky, uint
         n->until_usec = until;
 }
 
-void remount_annotate(Remounter *r) {
-        MountTracker *t = r->manager->mounts;
-        for (size_t i = 0; t && i < t->n; i++) {
-                TrackedMount *m = &t->mounts[i];
-                RemountNote *n = m->pending ? note_find(r, m->target) : NULL;
-                if (n && (n->sticky || n->id == m->id))
-                        m->reason = n->reason;
-        }
-}
-
 /* --- results ------------------------------------------------------------------------------- */
 
 static TrackedMount *find_tracked(Manager *m, int id, const char *target) {
@@ -199,10 +232,11 @@ static void snapshot_set_flag(Manager *m, const char *disk, int flag) {
 }
 
 /* Builds the result, logs it, keeps the note, tells the handler and the request. Takes
- * nothing; why is the bare reason ("PID 5 (sleep) has a file open on it: /x/y"). */
+ * nothing; why is the bare reason ("PID 5 (sleep) has a file open on it: /x/y"); a is the
+ * cycle, for the retry of a filesystem left unmounted. */
 static void conclude(Remounter *r, RemountRequest *q, const RemountItem *it, const char *label, int id,
                      RemountOutcome outcome, const char *why, const char *via, uint64_t duration,
-                     bool is_static, bool pending) {
+                     bool is_static, bool pending, const RemountActive *a) {
         Manager *m = r->manager;
         RemountResult res = {
                 .target = strdup(it->target),
@@ -216,7 +250,7 @@ static void conclude(Remounter *r, RemountRequest *q, const RemountItem *it, con
         int level = LOG_ERR;
 
         label = label ?: it->target;
-        via = via ?: "?";
+        via = !isempty(via) ? via : "?";
         switch (outcome) {
         case REMOUNT_DONE:
                 res.message = strdup_printf("%s: unmounted and mounted again in %.1f ms, in %s; %s", label,
@@ -254,11 +288,16 @@ static void conclude(Remounter *r, RemountRequest *q, const RemountItem *it, con
                 note_set(r, it->target, id, true, UINT64_MAX, why, true);
                 break;
         case REMOUNT_UNMOUNTED:
-                res.message =
-                        strdup_printf("%s: NOT MOUNTED: %s (in %s); retrying in %llu s", label, why, via,
-                                      (unsigned long long) ((r->active ? r->active->backoff_usec
-                                                                       : REMOUNT_RETRY_MIN_USEC) /
-                                                            USEC_PER_SEC));
+                if (a && a->give_up)
+                        res.message = strdup_printf(
+                                "%s: NOT MOUNTED: %s (in %s); mount it by hand: mount -t %s -o %s %s %s",
+                                label, why, via, a->journal.plan.fstype, a->options, a->journal.plan.source,
+                                a->journal.plan.target);
+                else
+                        res.message = strdup_printf(
+                                "%s: NOT MOUNTED: %s (in %s); retrying in %llu s", label, why, via,
+                                (unsigned long long) ((a ? a->backoff_usec : REMOUNT_RETRY_MIN_USEC) /
+                                                      USEC_PER_SEC));
                 note_set(r, it->target, id, true, UINT64_MAX, why, true);
                 break;
         default:
@@ -291,6 +330,24 @@ static void conclude(Remounter *r, RemountRequest *q, const RemountItem *it, con
 
 static int on_report(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
+/* In the cycle's child: closes every file descriptor above stderr but a and b. */
+static void close_all_fds_but(int a, int b) {
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+
+        if (!d) {
+                for (int fd = 3; fd < 1024; fd++)
+                        if (fd != a && fd != b)
+                                close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                int fd = atoi(de->d_name);
+                if (fd > 2 && fd != a && fd != b && fd != dirfd(d))
+                        close(fd);
+        }
+}
+
 static int spawn(Remounter *r, RemountActive *a) {
         Manager *m = r->manager;
         int fds[2], k;
@@ -299,15 +356,16 @@ static int spawn(Remounter *r, RemountActive *a) {
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
         RemountJob j = {
-                .plan = &a->plan,
+                .journal = &a->journal,
+                .journal_path = a->journal_path,
                 .options = a->options,
                 .flag_fd = a->flag_fd,
-                .old_flag = a->old_flag,
-                .mount_only = a->mount_only,
-                .systemd_unit = a->unit,
+                .replay = a->replay,
                 .fail_mounts = r->test_fail_mounts,
                 .skip_scan = r->test_skip_scan,
+                .pause_fifo = r->test_pause,
         };
+        a->start_usec = now_usec_monotonic();
         pid = fork();
         if (pid < 0) {
                 k = -errno;
@@ -317,7 +375,9 @@ static int spawn(Remounter *r, RemountActive *a) {
         }
         if (pid == 0) {
                 RemountReport rep;
-                close(fds[0]);
+                /* Nothing of the daemon's: its bus connection held by a cycle that outlives
+                 * a killed daemon would keep its name (and its callers waiting). */
+                close_all_fds_but(fds[1], a->flag_fd);
                 remount_job_run(&j, &rep);
                 _Static_assert(sizeof rep <= PIPE_BUF, "the report must be written atomically");
                 _exit(write(fds[1], &rep, sizeof rep) == (ssize_t) sizeof rep ? 0 : 1);
@@ -335,6 +395,20 @@ static int spawn(Remounter *r, RemountActive *a) {
         return 0;
 }
 
+/* Opens the flag of a's disk (the child writes it when it mounts with another state). */
+static int open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
+        _cleanup_free_ char *path = strdup_printf("%s/block/%s/queue/stable_writes",
+                                                  r->manager->engine.sysfs_root, a->item.disk);
+
+        if (!path)
+                return -ENOMEM;
+        a->flag_fd = open(path, O_RDWR | O_CLOEXEC);
+        if (a->flag_fd >= 0)
+                return 0;
+        if (ret_reason)
+                *ret_reason = strdup_printf("cannot open %s: %s", path, strerror(errno));
+        return -errno;
+}
 /* Checks one filesystem and, when nothing is against it, starts its cycle. Returns 1 when a
  * child runs (the result comes later), 0 when concluded here. */
 static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
@@ -354,7 +428,7 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
 #define CONCLUDE(outcome, why, is_static)                                                                   \
         ({                                                                                                  \
                 conclude(r, q, it, label, t ? t->id : it->id, outcome, why, NULL,                           \
-                         now_usec_monotonic() - start, is_static, !t || t->pending);                        \
+                         now_usec_monotonic() - start, is_static, !t || t->pending, NULL);                  \
                 0;                                                                                          \
         })
 
@@ -375,6 +449,14 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                 reason = strdup_printf("the daemon leaves %s alone (%s)", it->disk,
                                        d && d->decision.reason ? d->decision.reason : "not managed");
                 return reason ? CONCLUDE(REMOUNT_REFUSED, reason, true) : -ENOMEM;
+        }
+        const RemountActive *h = holder_of(r, it->disk);
+        if (h) {
+                reason = strdup_printf(
+                        "%s, on the same disk, is left unmounted by a cycle; no other cycle on %s "
+                        "until it is mounted again",
+                        h->item.target, it->disk);
+                return reason ? CONCLUDE(REMOUNT_REFUSED, reason, false) : -ENOMEM;
         }
         k = remount_check_fstype(t->fstype, &reason);
         if (k != 0)
@@ -446,41 +528,56 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                 .request = q,
                 .item = { .id = it->id, .target = strdup(it->target), .disk = strdup(it->disk) },
                 .label = TAKE_PTR(label),
-                .plan = plan,
+                .journal = { .disk = strdup(it->disk),
+                             .plan = plan,
+                             .old_flag = t->effective ? 1 : 0,
+                             .new_flag = d->facts->stable_writes > 0 ? 1 : 0,
+                             .stage = REMOUNT_STAGE_PREPARED },
+                .journal_path = remount_journal_path(e->runtime_dir, plan.target),
                 .options = remount_plan_options(&plan),
                 .flag_fd = -EBADF,
                 .report_fd = -EBADF,
-                .old_flag = t->effective ? 1 : 0,
-                .new_flag = d->facts->stable_writes,
                 .start_usec = start,
                 .backoff_usec = REMOUNT_RETRY_MIN_USEC,
         };
         plan = (RemountPlan){};
-        _cleanup_free_ char *flag_path =
-                strdup_printf("%s/block/%s/queue/stable_writes", e->sysfs_root, it->disk);
-        if (!a->item.target || !a->item.disk || !a->options || !flag_path) {
+        if (!a->item.target || !a->item.disk || !a->journal.disk || !a->options || !a->journal_path) {
                 active_free(a);
                 return -ENOMEM;
         }
-        a->flag_fd = open(flag_path, O_RDWR | O_CLOEXEC);
-        if (a->flag_fd < 0) {
-                reason = strdup_printf("cannot open %s: %s", flag_path, strerror(errno));
-                label = TAKE_PTR(a->label);
-                active_free(a);
-                return reason ? CONCLUDE(REMOUNT_FAILED, reason, false) : -ENOMEM;
+#define GIVE_UP(outcome, why)                                                                               \
+        ({                                                                                                  \
+                label = TAKE_PTR(a->label);                                                                 \
+                active_free(a);                                                                             \
+                (why) ? CONCLUDE(outcome, why, false) : -ENOMEM;                                            \
+        })
+        /* The journal of an earlier cycle of this mount point (given up, or not readable) says
+         * something the administrator must see first. */
+        if (access(a->journal_path, F_OK) >= 0) {
+                reason = strdup_printf("the journal of an earlier cycle of it is still there (%s)",
+                                       a->journal_path);
+                return GIVE_UP(REMOUNT_REFUSED, reason);
+        }
+        k = open_flag(r, a, &reason);
+        if (k < 0)
+                return k == -ENOMEM ? GIVE_UP(REMOUNT_FAILED, NULL) : GIVE_UP(REMOUNT_FAILED, reason);
+        k = remount_journal_save(a->journal_path, &a->journal);
+        if (k < 0) {
+                reason = strdup_printf("cannot write the journal %s: %s", a->journal_path, strerror(-k));
+                return GIVE_UP(REMOUNT_FAILED, reason);
         }
         log_debug("%s: cycling it (stable writes %s -> %s), options %s.", a->label,
-                  a->old_flag ? "on" : "off", a->new_flag ? "on" : "off", a->options);
-        r->active = a; /* holds the disk from now on */
+                  a->journal.old_flag ? "on" : "off", a->journal.new_flag ? "on" : "off", a->options);
+        r->running = a; /* holds the disk from now on */
         k = spawn(r, a);
         if (k < 0) {
-                r->active = NULL;
+                r->running = NULL;
+                (void) remount_journal_remove(a->journal_path);
                 reason = strdup_printf("cannot start the cycle: %s", strerror(-k));
-                label = TAKE_PTR(a->label);
-                active_free(a);
-                return reason ? CONCLUDE(REMOUNT_FAILED, reason, false) : -ENOMEM;
+                return GIVE_UP(REMOUNT_FAILED, reason);
         }
         return 1;
+#undef GIVE_UP
 #undef CONCLUDE
 }
 
@@ -499,27 +596,38 @@ static void complete_request(Remounter *r, RemountRequest *q) {
         request_free(q);
 }
 
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        schedule(userdata);
+        return 0;
+}
 
+/* Arms the retry timer for the earliest replay due. */
 static void arm_retry(Remounter *r) {
         Manager *m = r->manager;
+        uint64_t due = UINT64_MAX;
         int k;
 
+        for (size_t i = 0; i < r->n_unmounted; i++)
+                if (!r->unmounted[i]->give_up)
+                        due = MIN(due, r->unmounted[i]->due_usec);
+        if (due == UINT64_MAX) {
+                (void) sd_event_source_set_enabled(r->retry, SD_EVENT_OFF);
+                return;
+        }
         if (!r->retry)
-                k = sd_event_add_time_relative(m->event, &r->retry, CLOCK_MONOTONIC, r->active->backoff_usec,
-                                               0, on_retry, r);
+                k = sd_event_add_time(m->event, &r->retry, CLOCK_MONOTONIC, due, 0, on_retry, r);
         else {
-                k = sd_event_source_set_time_relative(r->retry, r->active->backoff_usec);
+                k = sd_event_source_set_time(r->retry, due);
                 if (k >= 0)
                         k = sd_event_source_set_enabled(r->retry, SD_EVENT_ONESHOT);
         }
         if (k < 0)
-                log_error_errno(k, "Cannot arm the retry timer for %s, which is NOT MOUNTED: %m",
-                                r->active->label);
+                log_error_errno(k, "Cannot arm the retry timer of the filesystems left unmounted: %m");
 }
 
-/* Reads the child's report (a dead child without one is judged from the mount table). */
-static void read_report(Remounter *r, RemountActive *a, RemountReport *rep) {
+/* Reads the child's report. Returns true with *rep filled, false when the child died without
+ * one (the signal or status in *ret_status). */
+static bool read_report(RemountActive *a, RemountReport *rep, int *ret_status) {
         ssize_t n;
         int status = 0;
 
@@ -532,20 +640,47 @@ static void read_report(Remounter *r, RemountActive *a, RemountReport *rep) {
         a->io = sd_event_source_disable_unref(a->io);
         close(a->report_fd);
         a->report_fd = -EBADF;
-        if (n == (ssize_t) sizeof *rep)
-                return;
+        *ret_status = status;
+        return n == (ssize_t) sizeof *rep;
+}
 
-        struct libmnt_table *t = mnt_new_table_from_file(r->manager->mounts->mountinfo);
-        bool mounted =
-                t && mnt_table_find_target(t, a->plan.target, MNT_ITER_BACKWARD) &&
-                streq(mnt_fs_get_fstype(mnt_table_find_target(t, a->plan.target, MNT_ITER_BACKWARD)) ?: "",
-                      a->plan.fstype);
-        mnt_unref_table(t);
-        *rep = (RemountReport){ .outcome = mounted ? REMOUNT_FAILED : REMOUNT_UNMOUNTED, .error = EIO };
-        snprintf(rep->message, sizeof rep->message, "the cycle's process died (%s %d) %s",
-                 WIFSIGNALED(status) ? "signal" : "status",
-                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-                 mounted ? "and left it mounted" : "and left it unmounted");
+/* a is left unmounted: it waits for its next replay (or for someone to mount it). */
+static void park(Remounter *r, RemountActive *a, const char *why) {
+        free(a->reason);
+        a->reason = strdup(why ?: "?");
+        a->replay = true;
+        a->due_usec = now_usec_monotonic() + a->backoff_usec;
+        if (unmounted_add(r, a) < 0) {
+                log_oom();
+                log_error("%s is NOT MOUNTED; its journal %s stays for the next start.", a->label,
+                          a->journal_path);
+                active_free(a);
+                return;
+        }
+        arm_retry(r);
+}
+
+/* The cycle or replay is over: its journal goes. */
+static void finish(Remounter *r, RemountActive *a) {
+        int k = remount_journal_remove(a->journal_path);
+        if (k < 0)
+                log_warning_errno(k, "Cannot remove the journal %s: %m", a->journal_path);
+        active_free(a);
+}
+
+/* Takes what the child wrote to the journal (how far it got, where and how it unmounted). */
+static void reload_journal(RemountActive *a) {
+        _cleanup_(remount_journal_done) RemountJournal now = {};
+
+        if (remount_journal_load(a->journal_path, &now) < 0)
+                return;
+        a->journal.stage = now.stage;
+        a->journal.parent_dev = now.parent_dev;
+        a->journal.parent_ino = now.parent_ino;
+        a->journal.sb_ino = now.sb_ino;
+        a->journal.unit_file = now.unit_file;
+        if (now.unit && !a->journal.unit)
+                a->journal.unit = TAKE_PTR(now.unit);
 }
 
 static void handle_report(Remounter *r, RemountActive *a, const RemountReport *rep) {
@@ -553,113 +688,175 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
         uint64_t duration = now_usec_monotonic() - a->start_usec;
         RemountOutcome outcome = rep->outcome;
         _cleanup_free_ char *why = NULL;
-        int id = rep->new_id ?: a->plan.id;
+        int id = rep->new_id ?: a->journal.plan.id, k;
 
+        r->running = NULL;
+        if (a->replay && outcome == REMOUNT_UNMOUNTED && rep->error == EWOULDBLOCK) {
+                /* Not looked at: the cycle of an earlier daemon still runs (it holds the lock). */
+                log_notice("%s: %s; checking again in %llu s.", a->label, rep->message,
+                           (unsigned long long) (REMOUNT_RETRY_MIN_USEC / USEC_PER_SEC));
+                a->backoff_usec = REMOUNT_RETRY_MIN_USEC;
+                park(r, a, rep->message);
+                schedule(r);
+                return;
+        }
+        a->checked = true;
         r->test_fail_mounts -= MIN(r->test_fail_mounts, rep->mount_attempts);
-        if (rep->flag_restored)
-                snapshot_set_flag(m, a->item.disk, a->old_flag);
-        if (rep->unit[0] && !a->unit)
-                a->unit = strdup(rep->unit);
+        if (rep->flag_written >= 0)
+                snapshot_set_flag(m, a->item.disk, rep->flag_written);
+        reload_journal(a);
         if (rep->new_id > 0) {
-                /* A new mount: the tracker must observe it anew, even with the same id. */
-                int k;
-                mount_tracker_forget(m->mounts, a->plan.id, a->plan.target);
+                /* A new mount: the tracker must observe it anew, even with the same id; with the
+                 * state the cycle knows it mounted it with. */
+                mount_tracker_forget(m->mounts, a->journal.plan.id, a->journal.plan.target);
                 k = mount_tracker_refresh(m->mounts, &m->engine, NULL);
                 if (k < 0)
                         log_warning_errno(k, "Cannot read the mount table: %m");
+                if (rep->effective >= 0)
+                        (void) mount_tracker_set_effective(m->mounts, rep->new_id, a->journal.plan.target,
+                                                           rep->effective);
                 mount_tracker_update_pending(m->mounts, &m->engine);
         }
 
-        if (a->mount_only) {
+        if (a->replay && outcome != REMOUNT_UNMOUNTED) {
                 a->retries++;
-                if (outcome == REMOUNT_RESTORED)
-                        why = strdup_printf(
-                                "mounted it again with the old state after %u %s (it had been left "
-                                "unmounted)",
-                                a->retries, a->retries == 1 ? "retry" : "retries");
-                else {
-                        a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
-                        why = strdup_printf("retry %u failed: %s", a->retries, rep->message);
-                        outcome = REMOUNT_UNMOUNTED;
-                }
+                if (rep->mounted)
+                        why = strdup_printf("%s after %u %s%s", rep->message, a->retries,
+                                            a->retries == 1 ? "retry" : "retries",
+                                            a->request ? " (its cycle's process had died)" : "");
+                else
+                        why = strdup_printf("%s%s", rep->message,
+                                            a->request ? " (its cycle's process had died)" : "");
         } else if (outcome == REMOUNT_DONE) {
-                /* Verify the new state through the tracker: it noted the new mount as observed. */
-                TrackedMount *t = find_tracked(m, rep->new_id, a->plan.target);
+                /* Verify the new state through the tracker: it noted the new mount's state. */
+                TrackedMount *t = find_tracked(m, rep->new_id, a->journal.plan.target);
                 if (t && !t->pending)
                         why = strdup_printf("stable writes now %s, as decided", t->effective ? "on" : "off");
                 else {
                         outcome = REMOUNT_DIFFERENT;
-                        why = strdup_printf("mounted again, but its stable writes are still %s",
+                        why = strdup_printf("mounted again, but its stable writes are %s, not as decided",
                                             t && t->effective ? "on" : "off");
                 }
+        } else if (outcome == REMOUNT_UNMOUNTED) {
+                a->retries += a->replay;
+                a->give_up = rep->give_up;
+                if (a->replay)
+                        a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
+                why = a->replay ? strdup_printf("attempt %u to mount it back failed: %s", a->retries,
+                                                rep->message)
+                                : strdup(rep->message);
         } else
                 why = strdup(rep->message);
         if (!why)
                 (void) log_oom();
 
+        RemountRequest *q = TAKE_PTR(a->request); /* told now; later replays are only signalled */
+        conclude(r, q, &a->item, a->label, id, outcome, why ?: rep->message, rep->via, duration, false, true,
+                 a);
         if (outcome == REMOUNT_UNMOUNTED) {
-                a->stuck = true;
-                a->mount_only = true;
-        }
-        RemountRequest *q = a->request;
-        a->request = NULL; /* told now; retries are only signalled */
-        conclude(r, q, &a->item, a->label, id, outcome, why ?: rep->message, rep->via, duration, false,
-                 true);
-
-        if (outcome == REMOUNT_UNMOUNTED) {
-                arm_retry(r);
-                schedule(r); /* the requester learns it now; other cycles are refused meanwhile */
-                return;
-        }
-        r->active = NULL;
-        active_free(a);
+                park(r, a, why ?: rep->message);
+        } else
+                finish(r, a);
         /* Publish the new state (and let the Manager write the flag again if it wants). */
         (void) manager_reconcile(m);
         schedule(r);
 }
 
-static int on_report(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Remounter *r = userdata;
-        RemountActive *a = r->active;
-        RemountReport rep;
-
-        if (!a)
-                return 0;
-        read_report(r, a, &rep);
-        handle_report(r, a, &rep);
-        return 0;
-}
-
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
-        Remounter *r = userdata;
-        RemountActive *a = r->active;
+/* The child died without a report: its journal says how far it got. */
+static void handle_death(Remounter *r, RemountActive *a, int status) {
+        _cleanup_free_ char *why = NULL;
         int k;
 
-        if (!a || !a->stuck)
-                return 0;
-        a->start_usec = now_usec_monotonic();
+        why = strdup_printf("the process of its %s died (%s %d)", a->replay ? "replay" : "cycle",
+                            WIFSIGNALED(status) ? "signal" : "status",
+                            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        reload_journal(a);
+        r->running = NULL;
+        a->checked = true;
+        if (!a->replay && a->journal.stage == REMOUNT_STAGE_PREPARED) {
+                RemountRequest *q = TAKE_PTR(a->request);
+                conclude(r, q, &a->item, a->label, a->item.id, REMOUNT_FAILED, why ?: "died",
+                         a->journal.unit ? "systemd" : "the daemon", now_usec_monotonic() - a->start_usec,
+                         false, true, a);
+                finish(r, a);
+                (void) manager_reconcile(r->manager);
+                schedule(r);
+                return;
+        }
+        log_error("%s: %s at stage %s; mounting it back as its journal says.", a->label, why ?: "died",
+                  remount_stage_to_string(a->journal.stage));
+        if (a->replay) {
+                a->retries++;
+                a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
+                park(r, a, why);
+                schedule(r);
+                return;
+        }
+        /* At once, and the requester hears the replay's outcome. */
+        a->replay = true;
+        r->running = a;
         k = spawn(r, a);
         if (k < 0) {
-                log_error_errno(k, "%s is NOT MOUNTED and the retry cannot start: %m", a->label);
-                a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
-                arm_retry(r);
-        } else if (!a->io) {
-                /* No event source: follow it here. */
-                RemountReport rep;
-                read_report(r, a, &rep);
-                handle_report(r, a, &rep);
+                r->running = NULL;
+                log_error_errno(k, "%s is NOT MOUNTED and its replay cannot start: %m", a->label);
+                park(r, a, why);
         }
+}
+
+static void follow(Remounter *r, RemountActive *a) {
+        RemountReport rep;
+        int status;
+
+        if (read_report(a, &rep, &status))
+                handle_report(r, a, &rep);
+        else
+                handle_death(r, a, status);
+}
+
+static int on_report(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Remounter *r = userdata;
+
+        if (r->running)
+                follow(r, r->running);
         return 0;
 }
 
 /* --- the queue ------------------------------------------------------------------------------ */
 
-static void process(Remounter *r) {
-        while (r->queue) {
-                RemountRequest *q = r->queue;
+/* Starts the earliest replay that is due. Returns true when one runs. */
+static bool start_replay(Remounter *r) {
+        uint64_t now = now_usec_monotonic();
 
-                if (r->active && !r->active->stuck)
-                        return; /* one cycle at a time */
+        for (size_t i = 0; i < r->n_unmounted; i++) {
+                RemountActive *a = r->unmounted[i];
+                if (a->give_up || a->due_usec > now)
+                        continue;
+                unmounted_take(r, a);
+                reload_journal(a); /* a cycle of an earlier daemon may have gone on meanwhile */
+                r->running = a;
+                int k = spawn(r, a);
+                if (k < 0) {
+                        r->running = NULL;
+                        log_error_errno(k, "%s is NOT MOUNTED and its replay cannot start: %m", a->label);
+                        a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
+                        park(r, a, a->reason);
+                        return false;
+                }
+                if (!a->io)
+                        follow(r, a); /* could not watch it: waited here */
+                return true;
+        }
+        arm_retry(r);
+        return false;
+}
+
+static void process(Remounter *r) {
+        while (!r->running) {
+                if (start_replay(r))
+                        return;
+                RemountRequest *q = r->queue;
+                if (!q)
+                        return;
                 if (q->pos >= q->n_items) {
                         complete_request(r, q);
                         /* Show the reasons of what was refused. */
@@ -668,28 +865,12 @@ static void process(Remounter *r) {
                         continue;
                 }
                 const RemountItem *it = &q->items[q->pos++];
-                if (r->active && r->active->stuck) {
-                        _cleanup_free_ char *why =
-                                strdup_printf("%s is left unmounted by a failed cycle; no "
-                                              "other cycle until it is mounted again",
-                                              r->active->item.target);
-                        conclude(r, q, it, NULL, it->id, REMOUNT_REFUSED, why ?: "out of memory", NULL, 0,
-                                 false, true);
-                        continue;
-                }
                 int k = start_item(r, q, it);
                 if (k < 0)
-                        conclude(r, q, it, NULL, it->id, REMOUNT_FAILED, strerror(-k), NULL, 0, false, true);
-                if (k > 0) {
-                        RemountActive *a = r->active;
-                        if (a && !a->io) {
-                                /* Could not watch it: wait here. */
-                                RemountReport rep;
-                                read_report(r, a, &rep);
-                                handle_report(r, a, &rep);
-                        }
-                        return;
-                }
+                        conclude(r, q, it, NULL, it->id, REMOUNT_FAILED, strerror(-k), NULL, 0, false, true,
+                                 NULL);
+                if (k > 0 && r->running && !r->running->io)
+                        follow(r, r->running); /* could not watch it: wait here */
         }
 }
 
@@ -751,7 +932,7 @@ void remount_auto(Remounter *r) {
         uint64_t now = now_usec_monotonic();
         RemountRequest *q = NULL;
 
-        if (!m->mounts || (r->active && r->active->stuck))
+        if (!m->mounts)
                 return;
         for (RemountRequest *p = r->queue; p; p = p->next)
                 if (!p->explicit)
@@ -761,15 +942,13 @@ void remount_auto(Remounter *r) {
                 const RemountNote *n;
                 EngineDevice *d;
 
-                if (!t->pending || !t->disk || t->read_only)
+                if (!t->pending || !t->disk || t->read_only || holder_of(r, t->disk))
                         continue;
                 d = manager_find_device(m, t->disk);
                 if (!d || !d->managed || d->decision.desired < 0)
                         continue;
                 n = note_find(r, t->target);
                 if (n && (n->sticky || (n->id == t->id && now < n->until_usec)))
-                        continue;
-                if (r->active && streq(r->active->item.target, t->target))
                         continue;
                 if (!q) {
                         q = calloc(1, sizeof(RemountRequest));
@@ -786,14 +965,144 @@ void remount_auto(Remounter *r) {
 }
 
 bool remount_holds(const Remounter *r, const char *disk) {
-        return r && r->active && streq(r->active->item.disk, disk);
+        return r && holder_of(r, disk);
+}
+
+/* --- what is left unmounted ----------------------------------------------------------------- */
+
+void remount_foreach_unmounted(const Remounter *r, remount_unmounted_f f, void *userdata) {
+        for (size_t i = 0; r && i < r->n_unmounted; i++) {
+                const RemountActive *a = r->unmounted[i];
+                f(a->item.target, a->item.disk, a->reason ?: "?", !a->give_up, userdata);
+        }
+        if (r && r->running && r->running->replay)
+                f(r->running->item.target, r->running->item.disk, r->running->reason ?: "being mounted back",
+                  true, userdata);
+}
+
+static void unmounted_json(const char *target, const char *disk, const char *reason, bool retrying,
+                           void *userdata) {
+        JsonWriter *w = userdata;
+
+        json_object_begin(w);
+        json_key(w, "target");
+        json_string(w, target);
+        json_key(w, "disk");
+        json_string(w, disk);
+        json_key(w, "reason");
+        json_string(w, reason);
+        json_key(w, "retrying");
+        json_bool(w, retrying);
+        json_object_end(w);
+}
+
+void remount_unmounted_json(const Remounter *r, JsonWriter *w) {
+        json_array_begin(w);
+        remount_foreach_unmounted(r, unmounted_json, w);
+        json_array_end(w);
+}
+
+void remount_annotate(Remounter *r) {
+        MountTracker *t = r->manager->mounts;
+
+        for (size_t i = 0; t && i < t->n; i++) {
+                TrackedMount *m = &t->mounts[i];
+                RemountNote *n = m->pending ? note_find(r, m->target) : NULL;
+                if (n && (n->sticky || n->id == m->id))
+                        m->reason = n->reason;
+        }
+        /* A filesystem left unmounted that somebody mounted again is not ours to mount. (A
+         * journal read at start is checked by its replay first: its cycle may have mounted it.) */
+        for (size_t i = 0; t && i < r->n_unmounted;) {
+                RemountActive *a = r->unmounted[i];
+                const TrackedMount *found = NULL;
+                if (!a->checked) {
+                        i++;
+                        continue;
+                }
+                for (size_t k = 0; !found && k < t->n; k++)
+                        if (t->mounts[k].source_devnum == a->journal.plan.source_devnum &&
+                            streq(t->mounts[k].fstype, a->journal.plan.fstype))
+                                found = &t->mounts[k];
+                if (!found) {
+                        i++;
+                        continue;
+                }
+                unmounted_take(r, a);
+                _cleanup_free_ char *why =
+                        strdup_printf("it was mounted again by someone else, on %s", found->target);
+                conclude(r, NULL, &a->item, a->label, found->id, REMOUNT_NOTHING, why ?: "mounted again",
+                         "?", 0, true, false, a);
+                log_notice("%s: mounted again by someone else on %s; forgetting its journal %s.", a->label,
+                           found->target, a->journal_path);
+                finish(r, a);
+        }
 }
 
 /* --- life cycle ---------------------------------------------------------------------------- */
 
+/* The cycles an earlier run left in flight: each is replayed first thing. */
+static void load_journals(Remounter *r) {
+        Manager *m = r->manager;
+        _cleanup_strv_free_ char **paths = NULL;
+        int k = remount_journal_list(m->engine.runtime_dir, &paths);
+
+        if (k < 0)
+                log_error_errno(k,
+                                "Cannot read the journals of cycles in %s/cycles: %m; a filesystem an "
+                                "interrupted cycle left unmounted stays unmounted",
+                                m->engine.runtime_dir);
+        STRV_FOREACH (p, paths) {
+                RemountActive *a = calloc(1, sizeof(RemountActive));
+                if (!a)
+                        return (void) log_oom();
+                *a = (RemountActive){ .flag_fd = -EBADF,
+                                      .report_fd = -EBADF,
+                                      .replay = true,
+                                      .backoff_usec = REMOUNT_RETRY_MIN_USEC };
+                k = remount_journal_load(*p, &a->journal);
+                if (k < 0) {
+                        log_error_errno(
+                                k,
+                                "Cannot read %s, the journal of an interrupted cycle: %m; the filesystem "
+                                "it describes may be left unmounted",
+                                *p);
+                        active_free(a);
+                        continue;
+                }
+                const RemountPlan *plan = &a->journal.plan;
+                a->journal_path = strdup(*p);
+                a->item = (RemountItem){ .id = plan->id,
+                                         .target = strdup(plan->target),
+                                         .disk = strdup(a->journal.disk) };
+                a->label = strdup_printf("%s (%s on %s)", plan->target, plan->fstype, a->journal.disk);
+                a->options = remount_plan_options(plan);
+                a->reason = strdup_printf("an interrupted cycle (at stage %s); being checked",
+                                          remount_stage_to_string(a->journal.stage));
+                if (!a->journal_path || !a->item.target || !a->item.disk || !a->label || !a->options ||
+                    !a->reason || unmounted_add(r, a) < 0) {
+                        active_free(a);
+                        return (void) log_oom();
+                }
+                if (open_flag(r, a, NULL) < 0)
+                        log_warning_errno(a->flag_fd,
+                                          "%s: cannot open the flag of %s: %m; it is mounted back with "
+                                          "the flag as it is",
+                                          a->label, a->item.disk);
+                log_warning("%s: found the journal of an interrupted cycle (at stage %s, stable writes %s "
+                            "-> %s); "
+                            "checking it first.",
+                            a->label, remount_stage_to_string(a->journal.stage),
+                            a->journal.old_flag ? "on" : "off", a->journal.new_flag ? "on" : "off");
+        }
+        if (r->n_unmounted > 0)
+                schedule(r);
+}
+
 int remount_new(Manager *m, Remounter **ret) {
         Remounter *r = calloc(1, sizeof(Remounter));
-        const char *hook = getenv("STABLEPAGES_TEST_REMOUNT_FAIL");
+        const char *hook = getenv("STABLEPAGES_TEST_REMOUNT_FAIL"),
+                   *pause = getenv("STABLEPAGES_TEST_REMOUNT_PAUSE");
         int k;
 
         if (!r)
@@ -820,30 +1129,53 @@ int remount_new(Manager *m, Remounter **ret) {
                         "STABLEPAGES_TEST_REMOUNT_FAIL=%s (a test hook): the first %u mount attempt(s) of "
                         "cycles fail%s.",
                         hook, r->test_fail_mounts, r->test_skip_scan ? ", the process scan is skipped" : "");
+        if (!isempty(pause)) {
+                r->test_pause = strdup(pause);
+                if (!r->test_pause) {
+                        remount_free(r);
+                        return -ENOMEM;
+                }
+                log_warning(
+                        "STABLEPAGES_TEST_REMOUNT_PAUSE=%s (a test hook): cycles pause at each step while a "
+                        "reader has it open.",
+                        pause);
+        }
+        load_journals(r);
         *ret = r;
         return 0;
 }
 
-Remounter *remount_free(Remounter *r) {
-        RemountActive *a;
+/* Waits at a stop for the running cycle (and for the replay that follows when its process
+ * died), asking systemd for more time while it runs. */
+static void wait_running(Remounter *r) {
+        while (r->running && r->running->pid > 0) {
+                RemountActive *a = r->running;
+                struct pollfd p = { .fd = a->report_fd, .events = POLLIN };
 
+                log_info("Waiting for the %s of %s to finish...", a->replay ? "replay" : "cycle", a->label);
+                (void) kill(a->pid, SIGTERM); /* gives up before the unmount; else goes on to its end */
+                while (poll(&p, 1, (int) (STOP_EXTEND_USEC / 2 / 1000)) == 0 ||
+                       (p.revents == 0 && errno == EINTR))
+                        (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
+                                          (unsigned long long) STOP_EXTEND_USEC);
+                a->request = NULL;
+                follow(r, a);
+        }
+}
+
+Remounter *remount_free(Remounter *r) {
         if (!r)
                 return NULL;
-        a = r->active;
-        if (a && a->pid > 0) {
-                RemountReport rep;
-                log_info("Waiting for the cycle of %s to finish...", a->label);
-                read_report(r, a, &rep);
-                a->request = NULL;
-                log_full(rep.outcome == REMOUNT_DONE ? LOG_INFO : LOG_ERR, "%s: %s: %s (in %s).", a->label,
-                         remount_outcome_to_string(rep.outcome), rep.message, rep.via);
-                a->stuck = rep.outcome == REMOUNT_UNMOUNTED;
+        wait_running(r);
+        for (size_t i = 0; i < r->n_unmounted; i++) {
+                RemountActive *a = r->unmounted[i];
+                log_error("%s is LEFT UNMOUNTED (%s); the next start of the daemon mounts it back from its "
+                          "journal %s, or mount it with: mount -t %s -o %s %s %s",
+                          a->label, a->reason ?: "?", a->journal_path, a->journal.plan.fstype, a->options,
+                          a->journal.plan.source, a->journal.plan.target);
+                active_free(a);
         }
-        if (a && a->stuck)
-                log_error(
-                        "%s is LEFT UNMOUNTED after a failed cycle; mount it with: mount -t %s -o %s %s %s",
-                        a->label, a->plan.fstype, a->options, a->plan.source, a->plan.target);
-        active_free(a);
+        free(r->unmounted);
         while (r->queue) {
                 RemountRequest *q = r->queue;
                 r->queue = q->next;
@@ -855,6 +1187,7 @@ Remounter *remount_free(Remounter *r) {
                 free(r->notes[i].reason);
         }
         free(r->notes);
+        free(r->test_pause);
         sd_event_source_disable_unref(r->defer);
         sd_event_source_disable_unref(r->retry);
         return mfree(r);
