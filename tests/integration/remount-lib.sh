@@ -89,3 +89,38 @@ rm_verify() {
 
 # jq selector of the daemon's record of the filesystem on TARGET.
 rm_fsq() { echo ".filesystems[] | select(.target == \"$1\")"; }
+
+# rm_umount_dev DEV: unmounts DEV wherever it is mounted (a cycle may leave it elsewhere).
+rm_umount_dev() {
+        local t
+        while t=$(findmnt -n -o TARGET --source "$1" 2>/dev/null | tail -n1) && [ -n "$t" ]; do
+                umount "$t" || return 1
+        done
+}
+
+# The test hook STABLEPAGES_TEST_REMOUNT_PAUSE (stablepagesd(8)): each cycle of the daemon
+# started next pauses at its steps while the test holds $RM_FIFO open (rm_pause_open).
+rm_pause_setup() {
+        RM_FIFO=$SP_TMP/pause
+        mkfifo "$RM_FIFO" "$RM_FIFO.go"
+        SP_DAEMON_ENV="${SP_DAEMON_ENV:-} STABLEPAGES_TEST_REMOUNT_PAUSE=$RM_FIFO"
+}
+rm_pause_open() { exec 7<>"$RM_FIFO"; }
+rm_pause_close() { exec 7<&-; }
+# rm_release: the paused cycle goes on.
+rm_release() { timeout 10 sh -c "echo go >'$RM_FIFO.go'" 2>/dev/null || true; }
+# rm_step_to STEP: lets the cycle go on at each step before STEP ("before-umount",
+# "after-umount", "after-mount"); RM_CHILD is then the PID of the cycle's process.
+rm_step_to() {
+        local step pid
+        while read -r -t 20 step pid <&7; do
+                if [ "$step" = "$1" ]; then
+                        RM_CHILD=$pid
+                        return 0
+                fi
+                rm_release
+        done
+        sp_fail "the cycle never reached the step $1"
+}
+# The journal files of cycles in flight.
+rm_journals() { find "$SP_RUNTIME/cycles" -maxdepth 1 -type f ! -name '*.lock' -printf '%f\n' 2>/dev/null; }
