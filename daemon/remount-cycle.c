@@ -395,13 +395,34 @@ static int save_stage(Cycle *c, RemountStage stage) {
         return remount_journal_save(c->job->journal_path, c->journal);
 }
 
+/* Whether the daemon stops: SIGTERM came, or waits while blocked (block_stop_signals()). */
+static bool stop_pending(void) {
+        sigset_t pending;
+
+        if (stop_requested)
+                return true;
+        return sigpending(&pending) >= 0 &&
+               (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT));
+}
+
+/* From the unmount on, the cycle goes to its end: SIGTERM may not interrupt a single call
+ * (sd-bus gives up a call whose poll is interrupted). */
+static void block_stop_signals(void) {
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+
 /* Test hook: tells the test which step the cycle reached and waits for its go (a line
  * written to PAUSE.go), or for SIGTERM. No reader on PAUSE: no pause. */
 static void pause_at(Cycle *c, const char *step) {
         _cleanup_free_ char *go = NULL;
         _cleanup_close_ int fd = -EBADF;
 
-        if (!c->job->pause_fifo || stop_requested)
+        if (!c->job->pause_fifo || stop_pending())
                 return;
         fd = open(c->job->pause_fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
@@ -414,7 +435,7 @@ static void pause_at(Cycle *c, const char *step) {
         fd = open(go, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return;
-        while (!stop_requested) {
+        while (!stop_pending()) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
                 char ch;
                 if (poll(&p, 1, 100) <= 0)
@@ -984,6 +1005,7 @@ static void cycle(Cycle *c) {
                 report(rep, REMOUNT_REFUSED, EINTR, "the daemon is stopping");
                 return;
         }
+        block_stop_signals();
 
         /* 5. Unmount. */
         r = save_stage(c, REMOUNT_STAGE_UNMOUNTING);
@@ -1160,9 +1182,10 @@ void remount_job_run(const RemountJob *j, RemountReport *rep) {
                                "cannot lock its journal: %s", strerror(-lock));
                 return;
         }
-        if (j->replay)
+        if (j->replay) {
+                block_stop_signals(); /* a replay always goes to its end */
                 replay(&c);
-        else
+        } else
                 cycle(&c);
         remount_pin_done(&c.pin);
         strv_free(c.targets);

@@ -1084,8 +1084,9 @@ static void load_journals(Remounter *r) {
                         active_free(a);
                         return (void) log_oom();
                 }
-                if (open_flag(r, a, NULL) < 0)
-                        log_warning_errno(a->flag_fd,
+                k = open_flag(r, a, NULL);
+                if (k < 0)
+                        log_warning_errno(k,
                                           "%s: cannot open the flag of %s: %m; it is mounted back with "
                                           "the flag as it is",
                                           a->label, a->item.disk);
@@ -1158,7 +1159,6 @@ static void wait_running(Remounter *r) {
                        (p.revents == 0 && errno == EINTR))
                         (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
                                           (unsigned long long) STOP_EXTEND_USEC);
-                a->request = NULL;
                 follow(r, a);
         }
 }
@@ -1176,11 +1176,9 @@ Remounter *remount_free(Remounter *r) {
                 active_free(a);
         }
         free(r->unmounted);
-        while (r->queue) {
-                RemountRequest *q = r->queue;
-                r->queue = q->next;
-                request_free(q); /* requesters are not called back */
-        }
+        /* Requesters hear what was done (the rest of their filesystems are not cycled). */
+        while (r->queue)
+                complete_request(r, r->queue);
         for (size_t i = 0; i < r->n_notes; i++) {
                 reason_unref(r, r->notes[i].reason);
                 free(r->notes[i].target);

@@ -70,8 +70,8 @@ int remount_new(Manager *m, Remounter **ret);
 
 /* Frees r; a cycle in progress is told to stop (SIGTERM: it gives up before its unmount, or
  * goes on to its end) and waited for, and a filesystem still left unmounted is logged at
- * error level (its journal stays, for the next start). Requesters are not called back.
- * Returns NULL. */
+ * error level (its journal stays, for the next start). Requesters are called back with the
+ * results so far. Returns NULL. */
 Remounter *remount_free(Remounter *r);
 
 /* Queues one cycle for each filesystem on disk (a disk or partition name), all of them:
