@@ -50,7 +50,7 @@ start_cycle() {
         sp_dropin 50-flip.conf "[Device $l]
 StableWrites=$want"
         sp_daemon_reload
-        sp_wait_for 3000 "pending" sp_state_is "$(rm_fsq "$dir") | .pending" true >/dev/null
+        sp_wait_for 10000 "pending" sp_state_is "$(rm_fsq "$dir") | .pending" true >/dev/null
         SB0=$(sb_id)
         rm_pause_open
         "$RM_CTL" --no-pager apply "$l" --remount >"$SP_TMP/apply.out" 2>&1 7<&- &
@@ -61,7 +61,7 @@ StableWrites=$want"
 }
 # settled EFFECTIVE: mounted once, files intact, tracked with that state, no journal left.
 settled() {
-        sp_wait_for 10000 "$dir mounted, effective $1, no journal" \
+        sp_wait_for 20000 "$dir mounted, effective $1, no journal" \
                 sh -c "[ -z \"\$(find '$SP_RUNTIME/cycles' -maxdepth 1 -type f ! -name '*.lock' 2>/dev/null)\" ] &&
                         [ \"\$(jq -r '$(rm_fsq "$dir") | .effective' '$SP_RUNTIME/devices.json')\" = $1 ]" >/dev/null
         [ "$(awk -v t="$dir" '$5 == t' /proc/self/mountinfo | wc -l)" = 1 ] || sp_fail "not one mount on $dir"
@@ -101,7 +101,7 @@ wait "$SP_PID" 2>/dev/null || true
 rm_is_mounted "$dir" && sp_fail "$dir is mounted although both were killed after the unmount"
 off=$(sp_lines "$SP_TMP/daemon.log")
 sp_daemon_start
-sp_wait_for 5000 "the replay" sp_log_has_since "$off" "mounted it again with the new state after 1 retry" >/dev/null
+sp_wait_for 20000 "the replay" sp_log_has_since "$off" "mounted it again with the new state after 1 retry" >/dev/null
 settled $want
 sp_log "3. both killed at stage $(stage): the next daemon mounted it back with stable writes $want"
 
@@ -113,10 +113,10 @@ wait $APID || true
 wait "$SP_PID" 2>/dev/null || true
 off=$(sp_lines "$SP_TMP/daemon.log")
 sp_daemon_start
-sp_wait_for 5000 "the next daemon waiting" sp_log_has_since "$off" "another process .* is at work on it" >/dev/null
+sp_wait_for 20000 "the next daemon waiting" sp_log_has_since "$off" "another process .* is at work on it" >/dev/null
 rm_release
-sp_wait_for 10000 "the old cycle done" sh -c "! kill -0 $child 2>/dev/null" >/dev/null
-sp_wait_for 10000 "the replay" sp_log_has_since "$off" "the interrupted cycle \(at stage mounted\) had mounted it again, with the new state" >/dev/null
+sp_wait_for 20000 "the old cycle done" sh -c "! kill -0 $child 2>/dev/null" >/dev/null
+sp_wait_for 20000 "the replay" sp_log_has_since "$off" "the interrupted cycle \(at stage mounted\) had mounted it again, with the new state" >/dev/null
 settled $want
 sp_log "4. daemon killed at stage $(stage), its cycle finished alone: the next daemon waited and took its result"
 

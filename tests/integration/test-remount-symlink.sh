@@ -41,7 +41,7 @@ flip() {
         sp_dropin 50-flip.conf "[Device $l]
 StableWrites=$1"
         sp_daemon_reload
-        sp_wait_for 3000 "$2 pending" sp_state_is "$(rm_fsq "$2") | .pending" true >/dev/null
+        sp_wait_for 10000 "$2 pending" sp_state_is "$(rm_fsq "$2") | .pending" true >/dev/null
 }
 
 # paused_cycle: starts the cycle of the pending filesystem and waits until it has unmounted
@@ -83,7 +83,7 @@ retries=$(grep -c "NOT MOUNTED" "$SP_TMP/daemon.log")
 [ "$retries" = 1 ] || sp_fail "$retries NOT MOUNTED lines in the log: retried?"
 sp_log "symlink swap: not mounted through $base/p, nothing retried in 3 s, listed as NOT MOUNTED"
 mount "/dev/$l" "$base/p.moved/mnt" || sp_fail "cannot mount /dev/$l by hand"
-sp_wait_for 3000 "the daemon forgets it" sh -c "! '$RM_CTL' --no-pager status | grep -q 'NOT MOUNTED'" >/dev/null
+sp_wait_for 10000 "the daemon forgets it" sh -c "! '$RM_CTL' --no-pager status | grep -q 'NOT MOUNTED'" >/dev/null
 [ -z "$(rm_journals)" ] || sp_fail "its journal is left: $(rm_journals)"
 rm_verify "$base/p.moved/mnt"
 umount "$base/p.moved/mnt"
@@ -102,7 +102,7 @@ grep -q "NOT MOUNTED: not mounting it again: something else is mounted on $base/
 [ -z "$(findmnt -n --source "/dev/$l")" ] || sp_fail "/dev/$l is mounted: $(findmnt -n --source "/dev/$l")"
 umount "$base/p/mnt"
 mount "/dev/$l" "$base/p/mnt" || sp_fail "cannot mount /dev/$l again"
-sp_wait_for 3000 "the daemon forgets it" sh -c "! '$RM_CTL' --no-pager status | grep -q 'NOT MOUNTED'" >/dev/null
+sp_wait_for 10000 "the daemon forgets it" sh -c "! '$RM_CTL' --no-pager status | grep -q 'NOT MOUNTED'" >/dev/null
 rm_verify "$base/p/mnt"
 sp_log "mounted over meanwhile: not stacked, not retried"
 
