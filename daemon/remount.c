@@ -290,9 +290,9 @@ static void conclude(Remounter *r, RemountRequest *q, const RemountItem *it, con
         case REMOUNT_UNMOUNTED:
                 if (a && a->give_up)
                         res.message = strdup_printf(
-                                "%s: NOT MOUNTED: %s (in %s); mount it by hand: mount -t %s -o %s %s %s",
-                                label, why, via, a->journal.plan.fstype, a->options, a->journal.plan.source,
-                                a->journal.plan.target);
+                                "%s: NOT MOUNTED: %s (in %s); check the mount point and mount it by hand "
+                                "(source %s, type %s, options %s)",
+                                label, why, via, a->journal.plan.source, a->journal.plan.fstype, a->options);
                 else
                         res.message = strdup_printf(
                                 "%s: NOT MOUNTED: %s (in %s); retrying in %llu s", label, why, via,
@@ -1169,10 +1169,10 @@ Remounter *remount_free(Remounter *r) {
         wait_running(r);
         for (size_t i = 0; i < r->n_unmounted; i++) {
                 RemountActive *a = r->unmounted[i];
-                log_error("%s is LEFT UNMOUNTED (%s); the next start of the daemon mounts it back from its "
-                          "journal %s, or mount it with: mount -t %s -o %s %s %s",
-                          a->label, a->reason ?: "?", a->journal_path, a->journal.plan.fstype, a->options,
-                          a->journal.plan.source, a->journal.plan.target);
+                log_error("%s is LEFT UNMOUNTED (%s); the next start of the daemon checks it again from its "
+                          "journal %s (source %s, type %s, options %s)",
+                          a->label, a->reason ?: "?", a->journal_path, a->journal.plan.source,
+                          a->journal.plan.fstype, a->options);
                 active_free(a);
         }
         free(r->unmounted);
