@@ -783,7 +783,7 @@ static void mount_back(Cycle *c, const char *before) {
         for (;;) {
                 _cleanup_close_ int mp_fd = -EBADF;
                 _cleanup_free_ char *reason = NULL, *why = NULL, *so_far = join(before, first_failure);
-                bool old = j->stage == REMOUNT_STAGE_MOUNTING_OLD, changed;
+                bool old = remount_journal_fell_back(j), changed;
                 int flag = old ? j->old_flag : j->new_flag;
 
                 if (!so_far)
@@ -822,7 +822,7 @@ static void mount_back(Cycle *c, const char *before) {
                         rep->new_id = id;
                 }
                 if (r >= 0) {
-                        (void) save_stage(c, REMOUNT_STAGE_MOUNTED);
+                        (void) save_stage(c, old ? REMOUNT_STAGE_MOUNTED_OLD : REMOUNT_STAGE_MOUNTED);
                         rep->effective = flag;
                         if (r > 0)
                                 report(rep, REMOUNT_DIFFERENT, 0, "%s%smounted it again%s, but %s", so_far,
@@ -849,6 +849,7 @@ static void mount_back(Cycle *c, const char *before) {
                 rep->error = -r;
                 if (save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
                         j->stage = REMOUNT_STAGE_MOUNTING_OLD; /* the mount with the old state goes on */
+                pause_at(c, "before-mount-old");
         }
 }
 

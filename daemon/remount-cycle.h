@@ -31,10 +31,12 @@
  *      with its old state, to the new mount);
  *   6. the pinned place checked again: still the same directory at the same path, nothing
  *      mounted on it; else nothing is mounted (REMOUNT_UNMOUNTED, no retry);
- *   7. mount with the new state; verify it is back as it was, on the same parent mount;
+ *   7. mount with the new state; verify it is back as it was, on the same parent mount; the
+ *      journal says "mounted";
  *   8. when that mount fails: the old flag written back (the file descriptor the daemon
- *      opened), the journal says "mounting-old", and it is mounted with the old state; when
- *      that fails too, REMOUNT_UNMOUNTED and the daemon retries from the journal.
+ *      opened), the journal says "mounting-old", and it is mounted with the old state (the
+ *      journal then says "mounted-old", so that a replay knows which state it runs with);
+ *      when that fails too, REMOUNT_UNMOUNTED and the daemon retries from the journal.
  *
  * A replay (RemountJob.replay) mounts a filesystem back as its journal says: the retries of
  * a filesystem left unmounted, and a cycle found in the journal at start or whose process
@@ -44,9 +46,10 @@
  *
  * Test hooks (remount.h): the first N mount attempts get an invalid option (the daemon's
  * own mounts and transient units; a unit file's options cannot be changed); the process
- * scan skipped; a pause at each step ("before-umount", "after-umount", "after-mount"): the
- * child writes "STEP PID" to the FIFO PAUSE and waits until a line is written to PAUSE.go
- * (or SIGTERM), when a reader has PAUSE open (else it does not pause). */
+ * scan skipped; a pause at each step ("before-umount", "after-umount", "before-mount-old"
+ * when the mount with the new state failed, "after-mount"): the child writes "STEP PID" to
+ * the FIFO PAUSE and waits until a line is written to PAUSE.go (or SIGTERM), when a reader
+ * has PAUSE open (else it does not pause). */
 
 #include <stdbool.h>
 

@@ -10,7 +10,7 @@
 static const char *const stage_table[_REMOUNT_STAGE_MAX] = {
         [REMOUNT_STAGE_PREPARED] = "prepared",         [REMOUNT_STAGE_UNMOUNTING] = "unmounting",
         [REMOUNT_STAGE_MOUNTING_NEW] = "mounting-new", [REMOUNT_STAGE_MOUNTING_OLD] = "mounting-old",
-        [REMOUNT_STAGE_MOUNTED] = "mounted",
+        [REMOUNT_STAGE_MOUNTED] = "mounted",           [REMOUNT_STAGE_MOUNTED_OLD] = "mounted-old",
 };
 
 const char *remount_stage_to_string(RemountStage s) {
@@ -31,8 +31,12 @@ void remount_journal_done(RemountJournal *j) {
         *j = (RemountJournal){};
 }
 
+bool remount_journal_fell_back(const RemountJournal *j) {
+        return j->stage == REMOUNT_STAGE_MOUNTING_OLD || j->stage == REMOUNT_STAGE_MOUNTED_OLD;
+}
+
 int remount_journal_mount_flag(const RemountJournal *j) {
-        return j->stage == REMOUNT_STAGE_MOUNTING_OLD ? j->old_flag : j->new_flag;
+        return remount_journal_fell_back(j) ? j->old_flag : j->new_flag;
 }
 
 /* Writes "key=value\n" with value escaped as mountinfo does. */

@@ -29,12 +29,13 @@ typedef enum RemountStage {
         REMOUNT_STAGE_UNMOUNTING,   /* the unmount was asked for (it may have happened) */
         REMOUNT_STAGE_MOUNTING_NEW, /* unmounted; the mount with the new state was asked for */
         REMOUNT_STAGE_MOUNTING_OLD, /* the old flag was written back: mounting with the old state */
-        REMOUNT_STAGE_MOUNTED,      /* mounted again; being verified */
+        REMOUNT_STAGE_MOUNTED,      /* mounted again with the new state; being verified */
+        REMOUNT_STAGE_MOUNTED_OLD,  /* mounted again with the old state (the new one failed) */
         _REMOUNT_STAGE_MAX,
         _REMOUNT_STAGE_INVALID = -EINVAL,
 } RemountStage;
 
-/* "prepared", "unmounting", "mounting-new", "mounting-old", "mounted". */
+/* "prepared", "unmounting", "mounting-new", "mounting-old", "mounted", "mounted-old". */
 const char *remount_stage_to_string(RemountStage s);
 RemountStage remount_stage_from_string(const char *s);
 
@@ -53,7 +54,10 @@ typedef struct RemountJournal {
 
 void remount_journal_done(RemountJournal *j);
 
-/* The flag the filesystem is mounted with at stage s: the new one, or the old one once
+/* Whether the cycle fell back to the old state (stages mounting-old and mounted-old). */
+bool remount_journal_fell_back(const RemountJournal *j);
+
+/* The flag the filesystem is mounted with at j's stage: the new one, or the old one once
  * mounting with the new state failed. */
 int remount_journal_mount_flag(const RemountJournal *j);
 

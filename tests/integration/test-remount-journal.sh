@@ -14,7 +14,10 @@
 #   4. the daemon killed after the unmount, its cycle left running (paused): the next daemon
 #      waits for it (the journal's lock), and reports what it did once it is done;
 #   5. SIGTERM after the unmount: the daemon waits for the cycle to mount it, exits 0;
-#   6. a malformed journal is reported at error level at start, and left alone.
+#   6. the mount with the new state failing (test hook STABLEPAGES_TEST_REMOUNT_FAIL): the
+#      cycle's process, the daemon or both killed before the mount with the old state, or
+#      after it: the filesystem ends mounted with its old state, pending;
+#   7. a malformed journal is reported at error level at start, and left alone.
 # Each time the filesystem ends mounted once, with its files, in the state the journal said.
 #
 # Usage: test-remount-journal.sh [STABLEPAGESD [STABLEPAGESCTL]]   (root; exit 77 = skipped)
@@ -131,9 +134,41 @@ sp_daemon_start
 settled $want
 sp_log "5. SIGTERM at stage $(stage): the daemon waited for the mount and exited 0"
 
-# 6. A malformed journal: reported at start, left alone.
-printf 'version=1\ntarget=/nowhere\n' >"$SP_RUNTIME/cycles/nowhere.mount"
+# 6. The mount with the new state fails (test hook), the old state follows: killed at that
+# step, or once mounted with the old state, the filesystem ends with the old state, pending.
 sp_daemon_stop
+env0=$SP_DAEMON_ENV
+SP_DAEMON_ENV="$env0 STABLEPAGES_TEST_REMOUNT_FAIL=mount:1"
+old_state() {
+        if [ $want = on ]; then want=off; else want=on; fi # the state it keeps
+        settled $want
+        sp_state_is "$(rm_fsq "$dir") | .pending" true || sp_fail "$dir is not pending with its old state"
+}
+for point in "after-mount both" "after-mount daemon" "before-mount-old child" "before-mount-old both"; do
+        read -r step who <<<"$point"
+        sp_daemon_start
+        rm_wait_bus
+        start_cycle "$step"
+        case $who in
+        child) kill -9 "$RM_CHILD" ;;
+        daemon) kill -9 "$SP_PID" ;;
+        both) kill -9 "$RM_CHILD" "$SP_PID" ;;
+        esac
+        wait $APID || true
+        if [ "$who" != child ]; then
+                wait "$SP_PID" 2>/dev/null || true
+                [ "$who" = daemon ] && rm_release
+                sp_daemon_start
+        fi
+        old_state
+        [ "$(sb_id)" != "$SB0" ] || sp_fail "the old superblock after the fallback"
+        sp_log "6. $who killed at $step (stage $(stage)): mounted back with its old state, stable writes $want, pending"
+        sp_daemon_stop
+done
+SP_DAEMON_ENV=$env0
+
+# 7. A malformed journal: reported at start, left alone.
+printf 'version=1\ntarget=/nowhere\n' >"$SP_RUNTIME/cycles/nowhere.mount"
 off=$(sp_lines "$SP_TMP/daemon.log")
 sp_daemon_start
 sp_log_has_since "$off" "error: Cannot read $SP_RUNTIME/cycles/nowhere.mount, the journal of an interrupted cycle: Bad message" ||

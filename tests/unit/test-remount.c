@@ -327,6 +327,18 @@ static void test_journal(struct libmnt_table *t) {
         CHECK_INT(remount_journal_mount_flag(&back), 0);
         back.stage = REMOUNT_STAGE_MOUNTING_OLD;
         CHECK_INT(remount_journal_mount_flag(&back), 1);
+        back.stage = REMOUNT_STAGE_MOUNTED;
+        CHECK_INT(remount_journal_mount_flag(&back), 0);
+        /* Mounted again after the fallback: the old state, also once read back. */
+        back.stage = REMOUNT_STAGE_MOUNTED_OLD;
+        CHECK_INT(remount_journal_mount_flag(&back), 1);
+        free(text);
+        text = remount_journal_format(&back);
+        remount_journal_done(&back);
+        CHECK(text && strstr(text, "stage=mounted-old\n"));
+        CHECK_INT(remount_journal_parse(text, &back, &bad), 0);
+        CHECK_INT(back.stage, REMOUNT_STAGE_MOUNTED_OLD);
+        CHECK(remount_journal_fell_back(&back) && remount_journal_mount_flag(&back) == 1);
         remount_journal_done(&back);
 
         /* A newline or a backslash in a path cannot add or change a field. */
