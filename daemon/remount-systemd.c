@@ -370,9 +370,22 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         return 0;
 }
 
-/* Sends call (which queues a job and returns its path) and waits for the job. */
-static int call_and_wait(sd_bus *bus, sd_bus_message *call, uint64_t timeout_usec, char **ret_result,
-                         char **ret_error_name) {
+/* What a job of unit that ended with result (not "done") says to the log: for a mount unit,
+ * with the result systemd gives the mount ("exit-code": mount or umount failed) and where
+ * their own message is. */
+static char *job_failure(sd_bus *bus, const char *unit, const char *result) {
+        _cleanup_free_ char *path = NULL, *unit_result = NULL;
+        size_t n = strlen(unit);
+
+        if (n > 6 && streq(unit + n - 6, ".mount") && get_unit(bus, unit, &path) >= 0 && path &&
+            get_string(bus, path, SD_MOUNT, "Result", &unit_result) >= 0 && !streq(unit_result, "success"))
+                return strdup_printf("%s, result %s: see journalctl -u %s", result, unit_result, unit);
+        return strdup_printf("%s: see journalctl -u %s", result, unit);
+}
+
+/* Sends call (which queues a job of unit and returns its path) and waits for the job. */
+static int call_and_wait(sd_bus *bus, sd_bus_message *call, const char *unit, uint64_t timeout_usec,
+                         char **ret_result, char **ret_error_name) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_slot *slot = NULL;
         sd_bus_message *reply = NULL;
@@ -429,8 +442,8 @@ static int call_and_wait(sd_bus *bus, sd_bus_message *call, uint64_t timeout_use
         if (streq(w.result, "done"))
                 r = 0;
         else {
-                *ret_result = TAKE_PTR(w.result);
-                r = -EIO;
+                *ret_result = job_failure(bus, unit, w.result);
+                r = *ret_result ? -EIO : -ENOMEM;
         }
 finish:
         (void) sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "Unsubscribe", NULL, NULL, "");
@@ -451,7 +464,7 @@ int remount_systemd_run_job(sd_bus *bus, const char *unit, const char *method, c
         if (r >= 0)
                 r = sd_bus_message_append(call, "ss", unit, mode);
         if (r >= 0)
-                r = call_and_wait(bus, call, timeout_usec, ret_result, NULL);
+                r = call_and_wait(bus, call, unit, timeout_usec, ret_result, NULL);
         sd_bus_message_unref(call);
         return r;
 }
@@ -483,7 +496,7 @@ int remount_systemd_start_transient(sd_bus *bus, const char *unit, const char *w
                 if (r >= 0)
                         r = sd_bus_message_append(call, "a(sa(sv))", 0);
                 if (r >= 0)
-                        r = call_and_wait(bus, call, timeout_usec, ret_result, &error_name);
+                        r = call_and_wait(bus, call, unit, timeout_usec, ret_result, &error_name);
                 sd_bus_message_unref(call);
                 if (!error_name || !streq(error_name, "org.freedesktop.systemd1.UnitExists"))
                         break;

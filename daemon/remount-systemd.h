@@ -43,8 +43,9 @@ int remount_systemd_wait_idle(sd_bus *bus, const char *unit, uint64_t timeout_us
 
 /* Calls method ("StopUnit", "StartUnit") on unit with job mode mode and waits at most
  * timeout_usec for the job to finish. Returns 0 when its result is "done", -EIO with the
- * result ("failed", "dependency", "timeout"...) or the bus error in *ret_result, -ETIMEDOUT,
- * or -errno. */
+ * result ("failed", "dependency", "timeout"...; for a mount unit with its own result, such
+ * as "exit-code", and where systemd logged why: "failed, result exit-code: see journalctl
+ * -u UNIT") or the bus error in *ret_result, -ETIMEDOUT, or -errno. */
 int remount_systemd_run_job(sd_bus *bus, const char *unit, const char *method, const char *mode,
                             uint64_t timeout_usec, char **ret_result);
 
