@@ -13,16 +13,7 @@ static const char *const need_table[_NEED_MAX] = {
         [NEED_REQUIRED] = "required",
 };
 
-const char *need_to_string(Need n) {
-        return n >= 0 && n < _NEED_MAX ? need_table[n] : NULL;
-}
-
-Need need_from_string(const char *s) {
-        for (Need n = 0; n < _NEED_MAX; n++)
-                if (s && streq(s, need_table[n]))
-                        return n;
-        return _NEED_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(need, Need);
 
 bool stable_writes_in_force(const DeviceFacts *f, unsigned kernel) {
         return f->stable_writes == 1 ||

@@ -68,38 +68,9 @@ static const char *const setting_table[_SETTING_MAX] = {
         [SETTING_OFF] = "off",
 };
 
-static int table_lookup(const char *const *table, size_t n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return (int) i;
-        return -EINVAL;
-}
-
-const char *policy_mode_to_string(PolicyMode m) {
-        return m >= 0 && m < _POLICY_MODE_MAX ? policy_mode_table[m] : NULL;
-}
-
-PolicyMode policy_mode_from_string(const char *s) {
-        return (PolicyMode) table_lookup(policy_mode_table, _POLICY_MODE_MAX, s);
-}
-
-const char *apply_mounted_to_string(ApplyMounted a) {
-        return a >= 0 && a < _APPLY_MOUNTED_MAX ? apply_mounted_table[a] : NULL;
-}
-
-ApplyMounted apply_mounted_from_string(const char *s) {
-        return (ApplyMounted) table_lookup(apply_mounted_table, _APPLY_MOUNTED_MAX, s);
-}
-
-const char *setting_to_string(Setting s) {
-        return s >= 0 && s < _SETTING_MAX ? setting_table[s] : NULL;
-}
-
-Setting setting_from_string(const char *s) {
-        return (Setting) table_lookup(setting_table, _SETTING_MAX, s);
-}
+DEFINE_STRING_TABLE_LOOKUP(policy_mode, PolicyMode);
+DEFINE_STRING_TABLE_LOOKUP(apply_mounted, ApplyMounted);
+DEFINE_STRING_TABLE_LOOKUP(setting, Setting);
 
 int config_init_defaults(Config *c) {
         *c = (Config){

@@ -16,9 +16,7 @@ static const char *const device_kind_table[_DEVICE_KIND_MAX] = {
         [DEVICE_KIND_RAM] = "ram",
 };
 
-const char *device_kind_to_string(DeviceKind k) {
-        return k >= 0 && k < _DEVICE_KIND_MAX ? device_kind_table[k] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(device_kind, DeviceKind);
 
 bool integrity_format_is_checksum(const char *format) {
         return format && (startswith(format, "T10-DIF-") || startswith(format, "EXT-DIF-"));

@@ -79,3 +79,29 @@ static inline void closedirp(DIR **d) {
                 if (*p)                                                                                     \
                         func(*p);                                                                           \
         }
+
+/* For a table "static const char *const name##_table[]" of the names of an enum's values
+ * (indexed by value), defines name##_to_string(type) (NULL for a value out of range) and
+ * name##_from_string(const char *) (the value, or -EINVAL for NULL or an unknown name), in
+ * the manner of systemd's DEFINE_STRING_TABLE_LOOKUP. */
+#define DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type)                                                    \
+        const char *name##_to_string(type i) {                                                              \
+                /* A negative value converts to a huge size_t: out of range too. */                         \
+                if ((size_t) i >= ELEMENTSOF(name##_table))                                                 \
+                        return NULL;                                                                        \
+                return name##_table[i];                                                                     \
+        }
+
+#define DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type)                                                  \
+        type name##_from_string(const char *s) {                                                            \
+                if (!s)                                                                                     \
+                        return (type) -EINVAL;                                                              \
+                for (size_t i = 0; i < ELEMENTSOF(name##_table); i++)                                       \
+                        if (name##_table[i] && streq(name##_table[i], s))                                   \
+                                return (type) i;                                                            \
+                return (type) -EINVAL;                                                                      \
+        }
+
+#define DEFINE_STRING_TABLE_LOOKUP(name, type)                                                              \
+        DEFINE_STRING_TABLE_LOOKUP_TO_STRING(name, type)                                                    \
+        DEFINE_STRING_TABLE_LOOKUP_FROM_STRING(name, type)

@@ -10,9 +10,7 @@ static const char *const desired_source_table[_DESIRED_SOURCE_MAX] = {
         [SOURCE_STALLS] = "stalls", [SOURCE_OBSERVE] = "observe", [SOURCE_UNMANAGED] = "unmanaged",
 };
 
-const char *desired_source_to_string(DesiredSource s) {
-        return s < _DESIRED_SOURCE_MAX ? desired_source_table[s] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(desired_source, DesiredSource);
 
 static int decide(PolicyDecision *ret, int desired, DesiredSource source, char *reason) {
         if (!reason)

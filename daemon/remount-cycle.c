@@ -29,16 +29,14 @@
  * is carried to its end. */
 static volatile sig_atomic_t stop_requested;
 
-static const char *const outcome_table[_REMOUNT_OUTCOME_MAX] = {
+static const char *const remount_outcome_table[_REMOUNT_OUTCOME_MAX] = {
         [REMOUNT_DONE] = "done",           [REMOUNT_NOTHING] = "nothing",
         [REMOUNT_REFUSED] = "refused",     [REMOUNT_BUSY] = "busy",
         [REMOUNT_RESTORED] = "restored",   [REMOUNT_UNMOUNTED] = "unmounted",
         [REMOUNT_DIFFERENT] = "different", [REMOUNT_FAILED] = "failed",
 };
 
-const char *remount_outcome_to_string(RemountOutcome o) {
-        return o >= 0 && o < _REMOUNT_OUTCOME_MAX ? outcome_table[o] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(remount_outcome, RemountOutcome);
 
 /* One cycle or replay, in the child. */
 typedef struct Cycle {

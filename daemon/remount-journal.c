@@ -7,22 +7,13 @@
 #include "remount-journal.h"
 #include "util.h"
 
-static const char *const stage_table[_REMOUNT_STAGE_MAX] = {
+static const char *const remount_stage_table[_REMOUNT_STAGE_MAX] = {
         [REMOUNT_STAGE_PREPARED] = "prepared",         [REMOUNT_STAGE_UNMOUNTING] = "unmounting",
         [REMOUNT_STAGE_MOUNTING_NEW] = "mounting-new", [REMOUNT_STAGE_MOUNTING_OLD] = "mounting-old",
         [REMOUNT_STAGE_MOUNTED] = "mounted",           [REMOUNT_STAGE_MOUNTED_OLD] = "mounted-old",
 };
 
-const char *remount_stage_to_string(RemountStage s) {
-        return s >= 0 && s < _REMOUNT_STAGE_MAX ? stage_table[s] : NULL;
-}
-
-RemountStage remount_stage_from_string(const char *s) {
-        for (int i = 0; s && i < _REMOUNT_STAGE_MAX; i++)
-                if (streq(s, stage_table[i]))
-                        return (RemountStage) i;
-        return _REMOUNT_STAGE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(remount_stage, RemountStage);
 
 void remount_journal_done(RemountJournal *j) {
         free(j->disk);

@@ -266,16 +266,8 @@ static const char *const effective_origin_table[_EFFECTIVE_ORIGIN_MAX] = {
         [EFFECTIVE_FILESYSTEM] = "filesystem",
 };
 
-const char *effective_origin_to_string(EffectiveOrigin o) {
-        return o >= 0 && o < _EFFECTIVE_ORIGIN_MAX ? effective_origin_table[o] : NULL;
-}
-
-EffectiveOrigin effective_origin_from_string(const char *s) {
-        for (size_t i = 0; i < _EFFECTIVE_ORIGIN_MAX; i++)
-                if (streq(s, effective_origin_table[i]))
-                        return (EffectiveOrigin) i;
-        return _EFFECTIVE_ORIGIN_INVALID;
-}
+/* NULL-safe: a record without an origin field is invalid, not a crash. */
+DEFINE_STRING_TABLE_LOOKUP(effective_origin, EffectiveOrigin);
 
 /* Writes s with whitespace and backslashes as \ooo, as mountinfo does. */
 static void fputs_escaped(const char *s, FILE *f) {
