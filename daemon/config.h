@@ -2,12 +2,15 @@
 #pragma once
 
 /* The configuration: /etc/stablepages.conf then /etc/stablepages.conf.d/ *.conf in
- * lexical order, later wins. Pure: no D-Bus, no event loop, no /sys. */
+ * lexical order, later wins. Pure: no D-Bus, no event loop, no /sys. Reading and
+ * diagnostics: config-reader.c; the keys, defaults and value parsers: config.c; which
+ * [Device] sections match a disk: device-match.c. */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "device-match.h"
 #include "macro.h"
 
 typedef enum PolicyMode {
@@ -34,23 +37,6 @@ typedef enum Setting {
         _SETTING_MAX,
         _SETTING_INVALID = -EINVAL,
 } Setting;
-
-typedef enum MatchKind {
-        MATCH_NAME_GLOB, /* [Device zram*]: fnmatch() on the disk's kernel name */
-        MATCH_DEVNUM,    /* [Device 7:0] */
-        MATCH_PROPERTY,  /* [Device ID_WWN=0x5000...]: udev property of the disk or of a
-                          * partition/filesystem on it; value may be a glob. The key
-                          * LOOP_BACKING_FILE matches the backing file of a loop device
-                          * (loop/backing_file in sysfs: udev has no property for it) */
-        _MATCH_KIND_MAX,
-} MatchKind;
-
-typedef struct DeviceMatch {
-        MatchKind kind;
-        char *pattern; /* glob, or property value (glob) */
-        char *key;     /* property name for MATCH_PROPERTY, else NULL */
-        dev_t devnum;  /* for MATCH_DEVNUM */
-} DeviceMatch;
 
 typedef struct DeviceRule {
         DeviceMatch match;
@@ -120,31 +106,7 @@ int config_load(const char *config_file, const char *dropin_dir, Config *ret, Co
 int config_parse_file(Config *c, const char *path, ConfigDiags *diags);
 int config_parse_buffer(Config *c, const char *name, const char *data, size_t size, ConfigDiags *diags);
 
-/* Parses the text between "[Device " and "]" into *ret. Returns 0 or -EINVAL with a
- * message in *ret_error (owned by caller). */
-int device_match_parse(const char *text, DeviceMatch *ret, char **ret_error);
-void device_match_done(DeviceMatch *m);
-
-/* Formats a match back to its config form ("zram*", "7:0", "ID_WWN=0x..."); new string. */
-char *device_match_to_string(const DeviceMatch *m);
-
-/* The key of a match on the backing file of a loop device. */
-#define MATCH_KEY_LOOP_BACKING_FILE "LOOP_BACKING_FILE"
-
-/* Says what a match binds to, for people: "kernel name zram*", "device number 7:0",
- * "ID_SERIAL=abc"; new string. */
-char *device_match_describe(const DeviceMatch *m);
-
-/* The facts a match is tested against. */
-typedef struct DeviceIdentity {
-        const char *name;              /* kernel name of the disk */
-        dev_t devnum;                  /* its MAJ:MIN */
-        char *const *properties;       /* KEY=value of the disk and of its partitions */
-        const char *loop_backing_file; /* loop/backing_file of a loop device, else NULL */
-} DeviceIdentity;
-
-/* True when m matches the device. */
-bool device_match_test(const DeviceMatch *m, const DeviceIdentity *id);
+/* The rules matching a disk (device-match.c). */
 
 /* The merged per-device settings: walks c->rules in order, later wins per key.
  * *ret_rule_* point at the rules that decided, for messages (NULL if none). */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Between the configuration's line reader (config-reader.c) and its item table (config.c):
+ * private to these two files. */
+
+#include "config.h"
+
+typedef enum SectionKind {
+        SECTION_NONE, /* before the first header */
+        SECTION_MANAGER,
+        SECTION_DEVICE,
+        SECTION_IGNORED, /* unknown or malformed, already reported: its keys are skipped */
+} SectionKind;
+
+typedef struct ParseState {
+        Config *config;
+        ConfigDiags *diags;
+        const char *file;
+        const char *data;
+        size_t size, pos;
+        unsigned line;
+        unsigned n_diags;
+        SectionKind section;
+        size_t rule; /* index into config->rules in SECTION_DEVICE */
+        int error;   /* -ENOMEM, sticky */
+} ParseState;
+
+/* Records a problem at line of s->file, at most CONFIG_DIAGS_PER_FILE_MAX per file; sets
+ * s->error on -ENOMEM. */
+void config_diag(ParseState *s, DiagLevel level, unsigned line, const char *format, ...) _printf_(4, 5);
+
+#define diag_error(s, ...) config_diag(s, DIAG_ERROR, (s)->line, __VA_ARGS__)
+#define diag_warning(s, ...) config_diag(s, DIAG_WARNING, (s)->line, __VA_ARGS__)
+
+/* config.c: handles a "[...]" line (stripped, modified in place) at s->line: sets
+ * s->section, adds a rule for [Device MATCH], reports what is wrong. */
+void config_section_header(ParseState *s, char *line);
+
+/* config.c: the inih handler of a validated "Key=value" line of the section s->section
+ * (user is the ParseState; section is ignored, inih truncates it). Always returns 1. */
+int config_handle_item(void *user, const char *section, const char *name, const char *value);
