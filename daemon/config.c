@@ -141,6 +141,15 @@ void config_section_header(ParseState *s, char *line) {
                            name);
 }
 
+/* The values of an enumerated key: from_string() looks a name up (a value, or -EINVAL);
+ * "expected ..." lists names in their order, after what when set ("a boolean (yes or no)"). */
+typedef struct ConfigEnum {
+        int (*from_string)(const char *s);
+        const char *what;
+        const char *const *names;
+        size_t n_names;
+} ConfigEnum;
+
 typedef struct ConfigItem ConfigItem;
 typedef void (*ConfigParser)(ParseState *s, const ConfigItem *item, const char *value, void *data);
 
@@ -149,45 +158,78 @@ struct ConfigItem {
         const char *key;
         ConfigParser parse;
         size_t offset;           /* into Config or DeviceRule */
-        long long min, max, def; /* for parse_usec */
+        long long min, max, def; /* for parse_usec; def also for parse_enum (an empty value) */
         uint64_t unit;           /* for parse_usec */
         const char *unit_name;
+        const ConfigEnum *values; /* for parse_enum */
 };
 
-static void parse_policy(ParseState *s, const ConfigItem *item, const char *value, void *data) {
-        PolicyMode *p = data, m;
+/* The enums are stored through an int. */
+_Static_assert(sizeof(PolicyMode) == sizeof(int) && sizeof(ApplyMounted) == sizeof(int) &&
+                       sizeof(Setting) == sizeof(int),
+               "enum keys are stored as int");
 
-        if (isempty(value)) {
-                *p = POLICY_BALANCED;
-                return;
-        }
-        m = policy_mode_from_string(value);
-        if (m < 0) {
-                diag_error(s,
-                           "invalid %s= value \"%s\": expected observe, latency, balanced or "
-                           "integrity; ignoring this line",
-                           item->key, value);
-                return;
-        }
-        *p = m;
+static int policy_mode_value(const char *s) {
+        return policy_mode_from_string(s);
 }
 
-static void parse_apply_mounted(ParseState *s, const ConfigItem *item, const char *value, void *data) {
-        ApplyMounted *p = data, a;
+static int apply_mounted_value(const char *s) {
+        return apply_mounted_from_string(s);
+}
+
+static int setting_value(const char *s) {
+        return setting_from_string(s);
+}
+
+static const char *const setting_names[] = { "on", "off", "auto" };
+static const char *const boolean_names[] = { "yes", "no" };
+
+static const ConfigEnum policy_values = { policy_mode_value, NULL, policy_mode_table,
+                                          ELEMENTSOF(policy_mode_table) };
+static const ConfigEnum apply_mounted_values = { apply_mounted_value, NULL, apply_mounted_table,
+                                                 ELEMENTSOF(apply_mounted_table) };
+static const ConfigEnum setting_values = { setting_value, NULL, setting_names, ELEMENTSOF(setting_names) };
+static const ConfigEnum boolean_values = { parse_boolean, "a boolean", boolean_names,
+                                           ELEMENTSOF(boolean_names) };
+
+/* What an enumerated key expects, for people: "on, off or auto", "a boolean (yes or no)".
+ * New string, NULL on -ENOMEM. */
+static char *enum_expected(const ConfigEnum *e) {
+        _cleanup_free_ char *list = NULL;
+
+        for (size_t i = 0; i < e->n_names; i++) {
+                const char *sep = i == 0 ? "" : i + 1 < e->n_names ? ", " : " or ";
+                char *l = strdup_printf("%s%s%s", list ?: "", sep, e->names[i]);
+
+                if (!l)
+                        return NULL;
+                free(list);
+                list = l;
+        }
+        return e->what ? strdup_printf("%s (%s)", e->what, list ?: "") : TAKE_PTR(list);
+}
+
+/* Policy=, ApplyMounted=, StableWrites=, Force=: one of item->values; empty: item->def. */
+static void parse_enum(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+        _cleanup_free_ char *expected = NULL;
+        int *p = data, v;
 
         if (isempty(value)) {
-                *p = APPLY_MOUNTED_NEXT_MOUNT;
+                *p = (int) item->def;
                 return;
         }
-        a = apply_mounted_from_string(value);
-        if (a < 0) {
-                diag_error(s,
-                           "invalid %s= value \"%s\": expected next-mount or remount-idle; "
-                           "ignoring this line",
-                           item->key, value);
+        v = item->values->from_string(value);
+        if (v >= 0) {
+                *p = v;
                 return;
         }
-        *p = a;
+        expected = enum_expected(item->values);
+        if (!expected) {
+                s->error = -ENOMEM;
+                return;
+        }
+        diag_error(s, "invalid %s= value \"%s\": expected %s; ignoring this line", item->key, value,
+                   expected);
 }
 
 static void parse_usec(ParseState *s, const ConfigItem *item, const char *value, void *data) {
@@ -387,42 +429,6 @@ static void parse_file_path(ParseState *s, const ConfigItem *item, const char *v
         *p = TAKE_PTR(path);
 }
 
-static void parse_setting(ParseState *s, const ConfigItem *item, const char *value, void *data) {
-        Setting *p = data, v;
-
-        if (isempty(value)) {
-                *p = _SETTING_INVALID;
-                return;
-        }
-        v = setting_from_string(value);
-        if (v < 0) {
-                diag_error(s,
-                           "invalid %s= value \"%s\": expected on, off or auto; ignoring this "
-                           "line",
-                           item->key, value);
-                return;
-        }
-        *p = v;
-}
-
-static void parse_tristate(ParseState *s, const ConfigItem *item, const char *value, void *data) {
-        int *p = data, b;
-
-        if (isempty(value)) {
-                *p = -1;
-                return;
-        }
-        b = parse_boolean(value);
-        if (b < 0) {
-                diag_error(s,
-                           "invalid %s= value \"%s\": expected a boolean (yes or no); "
-                           "ignoring this line",
-                           item->key, value);
-                return;
-        }
-        *p = b;
-}
-
 /* Need=: recommended or required; it can only raise the detected need (checked per disk by
  * the engine, which knows the detected need). */
 static void parse_need(ParseState *s, const ConfigItem *item, const char *value, void *data) {
@@ -445,11 +451,14 @@ static void parse_need(ParseState *s, const ConfigItem *item, const char *value,
 
 #define USEC_ITEM(k, field, lo, hi, d, u, uname)                                                            \
         { SECTION_MANAGER, k, parse_usec, offsetof(Config, field), lo, hi, d, u, uname }
+#define ENUM_ITEM(sect, k, type, field, d, enum_values)                                                     \
+        { sect, k, parse_enum, offsetof(type, field), .def = d, .values = &enum_values }
 
 static const ConfigItem config_items[] = {
-        { SECTION_MANAGER, "Policy", parse_policy, offsetof(Config, policy) },
+        ENUM_ITEM(SECTION_MANAGER, "Policy", Config, policy, POLICY_BALANCED, policy_values),
         { SECTION_MANAGER, "Devices", parse_glob_list, offsetof(Config, devices) },
-        { SECTION_MANAGER, "ApplyMounted", parse_apply_mounted, offsetof(Config, apply_mounted) },
+        ENUM_ITEM(SECTION_MANAGER, "ApplyMounted", Config, apply_mounted, APPLY_MOUNTED_NEXT_MOUNT,
+                  apply_mounted_values),
         USEC_ITEM("RescanSec", rescan_usec, 0, 86400, 60, USEC_PER_SEC, "seconds"),
         USEC_ITEM("StallBudgetMSec", stall_budget_usec, 1, 600000, 100, USEC_PER_MSEC, "milliseconds"),
         USEC_ITEM("StallWindowSec", stall_window_usec, 1, 86400, 300, USEC_PER_SEC, "seconds"),
@@ -458,8 +467,9 @@ static const ConfigItem config_items[] = {
         { SECTION_MANAGER, "MetricsFile", parse_file_path, offsetof(Config, metrics_file) },
         USEC_ITEM("MetricsIntervalSec", metrics_interval_usec, 1, 3600, 15, USEC_PER_SEC, "seconds"),
         { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount) },
-        { SECTION_DEVICE, "StableWrites", parse_setting, offsetof(DeviceRule, stable_writes) },
-        { SECTION_DEVICE, "Force", parse_tristate, offsetof(DeviceRule, force) },
+        ENUM_ITEM(SECTION_DEVICE, "StableWrites", DeviceRule, stable_writes, _SETTING_INVALID,
+                  setting_values),
+        ENUM_ITEM(SECTION_DEVICE, "Force", DeviceRule, force, -1, boolean_values),
         { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
 
