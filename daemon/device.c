@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <limits.h>
+#include <assert.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -414,9 +415,133 @@ static int default_resolve_backing(const char *backing_file, void *userdata, dev
         return 0;
 }
 
+/* Fills in the defaults of the options that are not set. */
+static void scan_options_defaults(DeviceScanOptions *o) {
+        if (!o->sysfs_root)
+                o->sysfs_root = "/sys";
+        if (!o->udev_data_dir)
+                o->udev_data_dir = "/run/udev/data";
+        if (!o->read_dm_table && streq(o->sysfs_root, "/sys"))
+                o->read_dm_table = dm_table_reader_kernel;
+}
+
+/* The disk's device number (a hidden disk has none), diskseq and driver. Returns 0, -ENOENT
+ * when the directory is no disk's (any more), or -ENOMEM. */
+static int read_identity(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd) {
+        _cleanup_free_ char *dev = NULL, *seq = NULL, *link = NULL;
+        int r;
+
+        r = read_opt_string(o, f, dd, "dev", &dev);
+        if (r < 0)
+                return r;
+        if (!dev) /* a hidden disk has a queue but no device number (see disk_exists()); looked at
+                   * now, not in the listing: a disk being removed loses dev and queue */
+                f->hidden = dir_exists(dd->fd, "queue");
+        /* 0:0 is no device number: only hidden disks have none. */
+        if (!f->hidden && (!dev || parse_devnum(dev, &f->devnum) < 0 || f->devnum == 0))
+                return -ENOENT;
+        r = read_opt_string(o, f, dd, "diskseq", &seq);
+        if (r < 0)
+                return r;
+        if (seq)
+                f->diskseq = strtoull(seq, NULL, 10);
+
+        link = strdup_printf("block/%s/device/driver", f->name);
+        if (!link)
+                return -ENOMEM;
+        if (!dd->entries || strv_contains(dd->entries, "device"))
+                (void) sysfs_read_link_basename(o->sysfs_root, link, &f->driver);
+        return 0;
+}
+
+/* The attributes any disk may have: the flag, integrity, md, dm, loop, transport. */
+static int read_attributes(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd) {
+        int r;
+
+        if ((r = read_opt_bool(o, f, dd, "queue/stable_writes", &f->stable_writes)) < 0 ||
+            (r = read_opt_string(o, f, dd, "integrity/format", &f->integrity_format)) < 0 ||
+            (r = read_opt_bool(o, f, dd, "integrity/write_generate", &f->write_generate)) < 0 ||
+            (r = read_opt_bool(o, f, dd, "integrity/read_verify", &f->read_verify)) < 0 ||
+            (r = read_opt_bool(o, f, dd, "integrity/device_is_integrity_capable", &f->integrity_capable)) <
+                    0 ||
+            (r = read_opt_string(o, f, dd, "md/level", &f->md_level)) < 0 ||
+            (r = read_opt_bool(o, f, dd, "md/skip_copy", &f->md_skip_copy)) < 0 ||
+            (r = read_opt_string(o, f, dd, "dm/name", &f->dm_name)) < 0 ||
+            (r = read_opt_string(o, f, dd, "dm/uuid", &f->dm_uuid)) < 0 ||
+            (r = read_opt_string(o, f, dd, "loop/backing_file", &f->loop_backing_file)) < 0 ||
+            (r = read_opt_bool(o, f, dd, "loop/dio", &f->loop_dio)) < 0 ||
+            (r = read_opt_string(o, f, dd, "device/transport", &f->nvme_transport)) < 0)
+                return r;
+        return 0;
+}
+
+/* Whether the disk's directory has the subdirectory name, from the listing when there is one. */
+static bool disk_has_dir(const DiskDir *dd, const char *name) {
+        return dd->entries ? strv_contains(dd->entries, name) : dir_exists(dd->fd, name);
+}
+
+/* What only some kinds of disk have: rbd's config, an iSCSI digest, NVMe paths, mmc_spi. */
+static int read_kind_facts(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd) {
+        int r;
+
+        switch (f->kind) {
+        case DEVICE_KIND_RBD:
+                return read_opt_string(o, f, dd, "device/config_info", &f->rbd_config_info);
+        case DEVICE_KIND_SCSI:
+                return read_iscsi_digest(o, f);
+        case DEVICE_KIND_NVME:
+                return read_nvme_paths(o, f);
+        case DEVICE_KIND_MMC:
+                r = ancestor_has_driver(o, f, "mmc_spi");
+                if (r < 0)
+                        return r;
+                f->mmc_spi = r > 0;
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+/* The device of the filesystem holding a loop device's backing file; an error in f->errors
+ * when it cannot be resolved. Returns 0 or -ENOMEM. */
+static int resolve_loop_backing(const DeviceScanOptions *o, DeviceFacts *f) {
+        backing_resolver_t resolve = o->resolve_backing ?: default_resolve_backing;
+        int r;
+
+        if (!f->loop_backing_file)
+                return 0;
+        /* The kernel appends " (deleted)" when the backing file was unlinked. */
+        r = resolve(f->loop_backing_file, o->resolve_userdata, &f->loop_backing_devnum);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0)
+                return 0;
+        f->loop_backing_devnum = 0;
+        return strv_extendf(&f->errors, "loop/backing_file: cannot resolve \"%s\": %s", f->loop_backing_file,
+                            strerror(-r)) < 0
+                       ? -ENOMEM
+                       : 0;
+}
+
+/* The udev properties of the disk, then (from the disk's own) a dm device's table, then those
+ * of its partitions. */
+static int read_udev_facts(const DeviceScanOptions *o, DeviceFacts *f) {
+        int r;
+
+        r = read_udev_properties(o, f->devnum, &f->properties);
+        if (r < 0)
+                return r;
+        /* Only the disk's own properties are read yet: the table's are the disk's. */
+        if (f->kind == DEVICE_KIND_DM && (r = read_dm_table(o, f)) < 0)
+                return r;
+        for (size_t i = 0; i < f->n_partitions; i++)
+                if ((r = read_udev_properties(o, f->partitions[i].devnum, &f->properties)) < 0)
+                        return r;
+        return 0;
+}
+
 int device_facts_read(const DeviceScanOptions *options, const char *name, DeviceFacts *ret) {
-        DeviceScanOptions o = *options;
-        DeviceFacts f = {
+        _cleanup_(device_facts_done) DeviceFacts f = {
                 .stable_writes = ATTR_ABSENT,
                 .write_generate = ATTR_ABSENT,
                 .read_verify = ATTR_ABSENT,
@@ -424,18 +549,16 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 .md_skip_copy = ATTR_ABSENT,
                 .loop_dio = ATTR_ABSENT,
         };
-        _cleanup_free_ char *dev = NULL, *seq = NULL, *link = NULL, *dir = NULL;
+        _cleanup_free_ char *dir = NULL;
         _cleanup_strv_free_ char **entries = NULL;
         _cleanup_close_ int fd = -EBADF;
-        DiskDir dd = {};
+        DeviceScanOptions o = *options;
         int r;
 
-        if (!o.sysfs_root)
-                o.sysfs_root = "/sys";
-        if (!o.udev_data_dir)
-                o.udev_data_dir = "/run/udev/data";
-        if (!o.read_dm_table && streq(o.sysfs_root, "/sys"))
-                o.read_dm_table = dm_table_reader_kernel;
+        assert(options);
+        assert(ret);
+
+        scan_options_defaults(&o);
         if (!device_name_is_valid(name))
                 return -EINVAL;
 
@@ -448,117 +571,35 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
          * loop/, device/...) is absent without opening it, and partitions are among its
          * entries. */
         dir = strdup_printf("%s/block/%s", o.sysfs_root, name);
-        if (!dir) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!dir)
+                return -ENOMEM;
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0) {
-                r = errno == ENOTDIR ? -ENOENT : -errno; /* not a disk's directory */
-                goto fail;
-        }
+        if (fd < 0)
+                return errno == ENOTDIR ? -ENOENT : -errno; /* not a disk's directory */
         r = sysfs_list_dir_at(fd, ".", &entries);
         if (r == -ENOMEM)
-                goto fail;
+                return r;
         if (r < 0)
                 entries = strv_free(entries); /* unknown: read every attribute */
-        dd = (DiskDir){ .fd = fd, .entries = entries };
+        const DiskDir dd = { .fd = fd, .entries = entries };
 
-        r = read_opt_string(&o, &f, &dd, "dev", &dev);
-        if (r < 0)
-                goto fail;
-        if (!dev) /* a hidden disk has a queue but no device number (see disk_exists()); looked at
-                   * now, not in the listing: a disk being removed loses dev and queue */
-                f.hidden = dir_exists(fd, "queue");
-        /* 0:0 is no device number: only hidden disks have none. */
-        if (!f.hidden && (!dev || parse_devnum(dev, &f.devnum) < 0 || f.devnum == 0)) {
-                r = -ENOENT;
-                goto fail;
-        }
-        r = read_opt_string(&o, &f, &dd, "diskseq", &seq);
-        if (r < 0)
-                goto fail;
-        if (seq)
-                f.diskseq = strtoull(seq, NULL, 10);
-
-        link = strdup_printf("block/%s/device/driver", name);
-        if (!link) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        if (!entries || strv_contains(entries, "device"))
-                (void) sysfs_read_link_basename(o.sysfs_root, link, &f.driver);
-
-        if ((r = read_opt_bool(&o, &f, &dd, "queue/stable_writes", &f.stable_writes)) < 0 ||
-            (r = read_opt_string(&o, &f, &dd, "integrity/format", &f.integrity_format)) < 0 ||
-            (r = read_opt_bool(&o, &f, &dd, "integrity/write_generate", &f.write_generate)) < 0 ||
-            (r = read_opt_bool(&o, &f, &dd, "integrity/read_verify", &f.read_verify)) < 0 ||
-            (r = read_opt_bool(&o, &f, &dd, "integrity/device_is_integrity_capable", &f.integrity_capable)) <
-                    0 ||
-            (r = read_opt_string(&o, &f, &dd, "md/level", &f.md_level)) < 0 ||
-            (r = read_opt_bool(&o, &f, &dd, "md/skip_copy", &f.md_skip_copy)) < 0 ||
-            (r = read_opt_string(&o, &f, &dd, "dm/name", &f.dm_name)) < 0 ||
-            (r = read_opt_string(&o, &f, &dd, "dm/uuid", &f.dm_uuid)) < 0 ||
-            (r = read_opt_string(&o, &f, &dd, "loop/backing_file", &f.loop_backing_file)) < 0 ||
-            (r = read_opt_bool(&o, &f, &dd, "loop/dio", &f.loop_dio)) < 0 ||
-            (r = read_opt_string(&o, &f, &dd, "device/transport", &f.nvme_transport)) < 0)
-                goto fail;
-
-        f.kind = kind_from_facts(&f, entries ? strv_contains(entries, "md") : dir_exists(fd, "md"),
-                                 entries ? strv_contains(entries, "dm") : dir_exists(fd, "dm"),
-                                 entries ? strv_contains(entries, "loop") : dir_exists(fd, "loop"));
-
-        if (f.kind == DEVICE_KIND_RBD &&
-            (r = read_opt_string(&o, &f, &dd, "device/config_info", &f.rbd_config_info)) < 0)
-                goto fail;
-        if (f.kind == DEVICE_KIND_SCSI && (r = read_iscsi_digest(&o, &f)) < 0)
-                goto fail;
-        if (f.kind == DEVICE_KIND_NVME && (r = read_nvme_paths(&o, &f)) < 0)
-                goto fail;
-        if (f.kind == DEVICE_KIND_MMC) {
-                r = ancestor_has_driver(&o, &f, "mmc_spi");
-                if (r < 0)
-                        goto fail;
-                f.mmc_spi = r > 0;
-        }
-
-        if (f.loop_backing_file) {
-                backing_resolver_t resolve = o.resolve_backing ?: default_resolve_backing;
-                /* The kernel appends " (deleted)" when the backing file was unlinked. */
-                r = resolve(f.loop_backing_file, o.resolve_userdata, &f.loop_backing_devnum);
-                if (r == -ENOMEM)
-                        goto fail;
-                if (r < 0) {
-                        f.loop_backing_devnum = 0;
-                        if (strv_extendf(&f.errors, "loop/backing_file: cannot resolve \"%s\": %s",
-                                         f.loop_backing_file, strerror(-r)) < 0) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                }
-        }
+        if ((r = read_identity(&o, &f, &dd)) < 0 || (r = read_attributes(&o, &f, &dd)) < 0)
+                return r;
+        f.kind = kind_from_facts(&f, disk_has_dir(&dd, "md"), disk_has_dir(&dd, "dm"),
+                                 disk_has_dir(&dd, "loop"));
+        if ((r = read_kind_facts(&o, &f, &dd)) < 0 || (r = resolve_loop_backing(&o, &f)) < 0)
+                return r;
 
         f.declared_stable_writes = f.stable_writes;
 
         if ((r = read_stack(&o, &f, &dd, "slaves", &f.slaves)) < 0 ||
-            (r = read_stack(&o, &f, &dd, "holders", &f.holders)) < 0 || (r = read_partitions(&f, &dd)) < 0)
-                goto fail;
-
-        if ((r = read_udev_properties(&o, f.devnum, &f.properties)) < 0)
-                goto fail;
-        /* Only the disk's own properties are read yet: the table's are the disk's. */
-        if (f.kind == DEVICE_KIND_DM && (r = read_dm_table(&o, &f)) < 0)
-                goto fail;
-        for (size_t i = 0; i < f.n_partitions; i++)
-                if ((r = read_udev_properties(&o, f.partitions[i].devnum, &f.properties)) < 0)
-                        goto fail;
+            (r = read_stack(&o, &f, &dd, "holders", &f.holders)) < 0 || (r = read_partitions(&f, &dd)) < 0 ||
+            (r = read_udev_facts(&o, &f)) < 0)
+                return r;
 
         *ret = f;
+        f = (DeviceFacts){};
         return 0;
-
-fail:
-        device_facts_done(&f);
-        return r;
 }
 
 void device_facts_done(DeviceFacts *f) {
@@ -663,54 +704,61 @@ int device_disk_of_devnum(const char *sysfs_root, dev_t devnum, char **ret) {
         return -ENOENT;
 }
 
-int device_table_scan_for(const DeviceScanOptions *options, char *const *names, DeviceTable *ret) {
-        _cleanup_strv_free_ char **queue = NULL;
-        DeviceTable t = {};
+/* Appends f to t (taking it over, zeroing it). Returns 0 or -ENOMEM (then f is untouched). */
+static int table_append(DeviceTable *t, DeviceFacts *f) {
+        DeviceFacts *m = realloc(t->devices, sizeof(DeviceFacts) * (t->n + 1));
+        if (!m)
+                return -ENOMEM;
+        t->devices = m;
+        t->devices[t->n++] = *f;
+        *f = (DeviceFacts){};
+        return 0;
+}
+
+/* Queues the disks that added stacks on: its slaves, its NVMe paths, and the disk holding
+ * the backing file of a loop device in direct I/O mode. Returns 0 or -ENOMEM. */
+static int queue_below(const DeviceScanOptions *options, const DeviceFacts *added, char ***queue) {
+        _cleanup_free_ char *below = NULL;
         int r;
+
+        if (strv_extend_strv(queue, added->slaves) < 0 || strv_extend_strv(queue, added->nvme_paths) < 0)
+                return -ENOMEM;
+        if (added->kind != DEVICE_KIND_LOOP || added->loop_dio != 1 || !added->loop_backing_devnum)
+                return 0;
+        r = device_disk_of_devnum(options->sysfs_root ?: "/sys", added->loop_backing_devnum, &below);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0 && strv_extend(queue, below) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int device_table_scan_for(const DeviceScanOptions *options, char *const *names, DeviceTable *ret) {
+        _cleanup_(device_table_done) DeviceTable t = {};
+        _cleanup_strv_free_ char **queue = NULL;
+        int r;
+
+        assert(options);
+        assert(ret);
 
         if (strv_extend_strv(&queue, names) < 0)
                 return -ENOMEM;
         for (size_t i = 0; queue && queue[i]; i++) {
-                DeviceFacts f;
+                _cleanup_(device_facts_done) DeviceFacts f = {};
 
                 if (device_table_find(&t, queue[i]))
                         continue;
                 r = device_facts_read(options, queue[i], &f);
                 if (r == -ENOMEM)
-                        goto fail;
+                        return r;
                 if (r < 0)
                         continue; /* not a disk, or vanished */
-                DeviceFacts *m = realloc(t.devices, sizeof(DeviceFacts) * (t.n + 1));
-                if (!m) {
-                        device_facts_done(&f);
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                t.devices = m;
-                t.devices[t.n++] = f;
-                const DeviceFacts *added = &t.devices[t.n - 1];
-                if (strv_extend_strv(&queue, added->slaves) < 0 ||
-                    strv_extend_strv(&queue, added->nvme_paths) < 0) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                if (added->kind == DEVICE_KIND_LOOP && added->loop_dio == 1 && added->loop_backing_devnum) {
-                        _cleanup_free_ char *below = NULL;
-                        r = device_disk_of_devnum(options->sysfs_root ?: "/sys", added->loop_backing_devnum,
-                                                  &below);
-                        if (r == -ENOMEM)
-                                goto fail;
-                        if (r >= 0 && strv_extend(&queue, below) < 0) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                }
+                if (table_append(&t, &f) < 0 || queue_below(options, &t.devices[t.n - 1], &queue) < 0)
+                        return -ENOMEM;
         }
         *ret = t;
+        t = (DeviceTable){};
         return 0;
-fail:
-        device_table_done(&t);
-        return r;
 }
 
 DeviceFacts *device_table_find(const DeviceTable *t, const char *name) {
