@@ -409,46 +409,45 @@ static int open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
                 *ret_reason = strdup_printf("cannot open %s: %s", path, strerror(errno));
         return -errno;
 }
-/* Checks one filesystem and, when nothing is against it, starts its cycle. Returns 1 when a
- * child runs (the result comes later), 0 when concluded here. */
-static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
+/* Why a filesystem is not cycled now, found by the checks of start_item(). */
+typedef struct Refusal {
+        RemountOutcome outcome;
+        bool is_static; /* holds while the mount stays as it is: no automatic re-check */
+        const char *why;
+        char *owned; /* why, when it was made up for this refusal */
+} Refusal;
+
+static void refusal_done(Refusal *n) {
+        n->owned = mfree(n->owned);
+}
+
+/* Records a refusal saying why (static, or owned: taken). Returns 1. */
+static int refuse(Refusal *n, RemountOutcome outcome, bool is_static, const char *why, char *owned) {
+        free(n->owned);
+        *n = (Refusal){ .outcome = outcome, .is_static = is_static, .why = owned ?: why, .owned = owned };
+        return 1;
+}
+
+/* What the daemon knows against a cycle of t: NeverRemount=, nothing pending, a disk it
+ * leaves alone or that a cycle left a filesystem of unmounted, the filesystem type, a loop
+ * device that would go away with its last mount. Returns 0, 1 (refused: *no) or -errno. */
+static int check_item(Remounter *r, const RemountItem *it, const TrackedMount *t, Refusal *no) {
         Manager *m = r->manager;
         Engine *e = &m->engine;
-        uint64_t start = now_usec_monotonic();
-        _cleanup_free_ char *reason = NULL, *label = NULL, *swaps = NULL, *attr = NULL;
-        _cleanup_(remount_plan_done) RemountPlan plan = {};
-        _cleanup_strv_free_ char **block = NULL;
-        _cleanup_(apply_result_done) ApplyResult applied = {};
-        struct libmnt_table *table;
-        TrackedMount *t;
-        EngineDevice *d;
+        _cleanup_free_ char *reason = NULL, *attr = NULL;
         long long v;
         int k;
 
-#define CONCLUDE(outcome, why, is_static)                                                                   \
-        ({                                                                                                  \
-                conclude(r, q, it, label, t ? t->id : it->id, outcome, why, NULL,                           \
-                         now_usec_monotonic() - start, is_static, !t || t->pending, NULL);                  \
-                0;                                                                                          \
-        })
-
-        t = find_tracked(m, it->id, it->target);
-        if (!t)
-                return CONCLUDE(REMOUNT_NOTHING, "it is not mounted any more", true);
-        label = strdup_printf("%s (%s on %s)", t->target, t->fstype, it->disk);
-        if (!label)
-                return -ENOMEM;
-
         k = remount_check_target(t->target, e->config.never_remount, &reason);
         if (k != 0)
-                return k < 0 ? k : CONCLUDE(REMOUNT_REFUSED, reason, true);
+                return k < 0 ? k : refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason));
         if (!t->pending)
-                return CONCLUDE(REMOUNT_NOTHING, t->reason ?: "not pending", true);
-        d = manager_find_device(m, it->disk);
+                return refuse(no, REMOUNT_NOTHING, true, t->reason ?: "not pending", NULL);
+        const EngineDevice *d = manager_find_device(m, it->disk);
         if (!d || !d->managed || d->decision.desired < 0) {
                 reason = strdup_printf("the daemon leaves %s alone (%s)", it->disk,
                                        d && d->decision.reason ? d->decision.reason : "not managed");
-                return reason ? CONCLUDE(REMOUNT_REFUSED, reason, true) : -ENOMEM;
+                return reason ? refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         const RemountActive *h = holder_of(r, it->disk);
         if (h) {
@@ -456,40 +455,53 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                         "%s, on the same disk, is left unmounted by a cycle; no other cycle on %s "
                         "until it is mounted again",
                         h->item.target, it->disk);
-                return reason ? CONCLUDE(REMOUNT_REFUSED, reason, false) : -ENOMEM;
+                return reason ? refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         k = remount_check_fstype(t->fstype, &reason);
         if (k != 0)
-                return k < 0 ? k : CONCLUDE(REMOUNT_REFUSED, reason, true);
+                return k < 0 ? k : refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason));
         attr = strdup_printf("block/%s/loop/autoclear", it->disk);
         if (!attr)
                 return -ENOMEM;
         if (sysfs_read_int(e->sysfs_root, attr, &v) >= 0) {
                 k = remount_check_loop_autoclear(t->source, (int) v, &reason);
                 if (k != 0)
-                        return k < 0 ? k : CONCLUDE(REMOUNT_REFUSED, reason, true);
+                        return k < 0 ? k : refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason));
         }
+        return 0;
+}
 
-        /* The system's mount table (PID 1's, as the tracker reads it). */
+/* Plans the cycle of t from the system's mount table (PID 1's, as the tracker reads it) and
+ * checks what the system says against it: the mounts below and on top, swap files on it,
+ * loop devices backed by files on it. Returns 0 (*ret_plan filled), 1 (refused: *no) or
+ * -errno. */
+static int plan_item(Remounter *r, const TrackedMount *t, RemountPlan *ret_plan, Refusal *no) {
+        Manager *m = r->manager;
+        _cleanup_(remount_plan_done) RemountPlan plan = {};
+        _cleanup_free_ char *reason = NULL, *swaps = NULL;
+        _cleanup_strv_free_ char **block = NULL;
+        struct libmnt_table *table;
+        int k;
+
         table = mnt_new_table_from_file(m->mounts->mountinfo);
         if (!table) {
                 reason = strdup_printf("cannot read %s: %s", m->mounts->mountinfo, strerror(errno));
-                return reason ? CONCLUDE(REMOUNT_FAILED, reason, false) : -ENOMEM;
+                return reason ? refuse(no, REMOUNT_FAILED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         k = remount_plan_from_table(table, t->id, t->source_devnum, &plan);
         if (k == 0)
                 k = remount_check_table(table, &plan, &reason);
         mnt_unref_table(table);
         if (k == -ENOENT)
-                return CONCLUDE(REMOUNT_NOTHING, "it is not mounted any more", true);
+                return refuse(no, REMOUNT_NOTHING, true, "it is not mounted any more", NULL);
         if (k != 0)
-                return k < 0 ? k : CONCLUDE(REMOUNT_REFUSED, reason, false);
+                return k < 0 ? k : refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason));
         if (read_full_file("/proc/swaps", 1024 * 1024, &swaps, NULL) >= 0) {
                 k = remount_check_swaps(swaps, plan.target, &reason);
                 if (k != 0)
-                        return k < 0 ? k : CONCLUDE(REMOUNT_REFUSED, reason, false);
+                        return k < 0 ? k : refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason));
         }
-        if (sysfs_list_dir(e->sysfs_root, "block", &block) >= 0)
+        if (sysfs_list_dir(m->engine.sysfs_root, "block", &block) >= 0)
                 STRV_FOREACH (b, block) {
                         _cleanup_free_ char *backing = NULL, *path = NULL;
                         if (!startswith(*b, "loop"))
@@ -497,74 +509,100 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                         path = strdup_printf("block/%s/loop/backing_file", *b);
                         if (!path)
                                 return -ENOMEM;
-                        if (sysfs_read_string(e->sysfs_root, path, &backing) < 0)
+                        if (sysfs_read_string(m->engine.sysfs_root, path, &backing) < 0)
                                 continue;
                         k = remount_check_loop_backing(*b, backing, plan.target, &reason);
                         if (k != 0)
-                                return k < 0 ? k : CONCLUDE(REMOUNT_REFUSED, reason, false);
+                                return k < 0 ? k
+                                             : refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason));
                 }
+        *ret_plan = plan;
+        plan = (RemountPlan){};
+        return 0;
+}
 
-        /* The flag, as decided (normally written by the last reconcile already). This
-         * rescans: t and d are stale after it. */
+/* Writes the flag as decided (normally written by the last reconcile already). This rescans:
+ * *t and *d are looked up again. Returns 0, 1 (nothing to cycle any more, or the write
+ * failed: *no) or -ENOMEM. */
+static int set_flag(Remounter *r, const RemountItem *it, const RemountPlan *plan, TrackedMount **t,
+                    EngineDevice **d, Refusal *no) {
+        Manager *m = r->manager;
+        _cleanup_(apply_result_done) ApplyResult applied = {};
+        int k;
+
         k = manager_apply_device(m, it->disk, &applied);
         if (k == -ENOMEM)
                 return k;
-        t = find_tracked(m, plan.id, plan.target);
-        d = manager_find_device(m, it->disk);
+        *t = find_tracked(m, plan->id, plan->target);
+        *d = manager_find_device(m, it->disk);
         if (k < 0 && k != -EPERM) {
-                reason = strdup_printf("cannot set the flag of %s: %s", it->disk,
-                                       applied.message ?: strerror(-k));
-                return reason ? CONCLUDE(REMOUNT_FAILED, reason, false) : -ENOMEM;
+                char *reason = strdup_printf("cannot set the flag of %s: %s", it->disk,
+                                             applied.message ?: strerror(-k));
+                return reason ? refuse(no, REMOUNT_FAILED, false, NULL, reason) : -ENOMEM;
         }
-        if (!t || t->id != plan.id)
-                return CONCLUDE(REMOUNT_NOTHING, "it is not mounted any more", true);
-        if (!t->pending || !d)
-                return CONCLUDE(REMOUNT_NOTHING, t->reason ?: "not pending any more", true);
+        if (!*t || (*t)->id != plan->id)
+                return refuse(no, REMOUNT_NOTHING, true, "it is not mounted any more", NULL);
+        if (!(*t)->pending || !*d)
+                return refuse(no, REMOUNT_NOTHING, true, (*t)->reason ?: "not pending any more", NULL);
+        return 0;
+}
 
+/* The cycle of it, from label and plan (both taken) and the flag before (t) and after (d).
+ * Returns NULL on -ENOMEM. */
+static RemountActive *active_new(Remounter *r, RemountRequest *q, const RemountItem *it, char *label,
+                                 RemountPlan *plan, const TrackedMount *t, const EngineDevice *d,
+                                 uint64_t start) {
         RemountActive *a = calloc(1, sizeof(RemountActive));
-        if (!a)
-                return -ENOMEM;
+        if (!a) {
+                free(label);
+                return NULL;
+        }
         *a = (RemountActive){
                 .request = q,
                 .item = { .id = it->id, .target = strdup(it->target), .disk = strdup(it->disk) },
-                .label = TAKE_PTR(label),
+                .label = label,
                 .journal = { .disk = strdup(it->disk),
-                             .plan = plan,
+                             .plan = *plan,
                              .old_flag = t->effective ? 1 : 0,
                              .new_flag = d->facts->stable_writes > 0 ? 1 : 0,
                              .stage = REMOUNT_STAGE_PREPARED },
-                .journal_path = remount_journal_path(e->runtime_dir, plan.target),
-                .options = remount_plan_options(&plan),
+                .journal_path = remount_journal_path(r->manager->engine.runtime_dir, plan->target),
+                .options = remount_plan_options(plan),
                 .flag_fd = -EBADF,
                 .report_fd = -EBADF,
                 .start_usec = start,
                 .backoff_usec = REMOUNT_RETRY_MIN_USEC,
         };
-        plan = (RemountPlan){};
+        *plan = (RemountPlan){};
         if (!a->item.target || !a->item.disk || !a->journal.disk || !a->options || !a->journal_path) {
                 active_free(a);
-                return -ENOMEM;
+                return NULL;
         }
-#define GIVE_UP(outcome, why)                                                                               \
-        ({                                                                                                  \
-                label = TAKE_PTR(a->label);                                                                 \
-                active_free(a);                                                                             \
-                (why) ? CONCLUDE(outcome, why, false) : -ENOMEM;                                            \
-        })
+        return a;
+}
+
+/* Journals the cycle a and starts its child, which holds the disk from now on. Returns 0,
+ * 1 (not started: *no) or -ENOMEM. */
+static int launch(Remounter *r, RemountActive *a, Refusal *no) {
+        _cleanup_free_ char *reason = NULL;
+        int k;
+
         /* The journal of an earlier cycle of this mount point (given up, or not readable) says
          * something the administrator must see first. */
         if (access(a->journal_path, F_OK) >= 0) {
                 reason = strdup_printf("the journal of an earlier cycle of it is still there (%s)",
                                        a->journal_path);
-                return GIVE_UP(REMOUNT_REFUSED, reason);
+                return reason ? refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         k = open_flag(r, a, &reason);
+        if (k == -ENOMEM || (k < 0 && !reason))
+                return -ENOMEM;
         if (k < 0)
-                return k == -ENOMEM ? GIVE_UP(REMOUNT_FAILED, NULL) : GIVE_UP(REMOUNT_FAILED, reason);
+                return refuse(no, REMOUNT_FAILED, false, NULL, TAKE_PTR(reason));
         k = remount_journal_save(a->journal_path, &a->journal);
         if (k < 0) {
                 reason = strdup_printf("cannot write the journal %s: %s", a->journal_path, strerror(-k));
-                return GIVE_UP(REMOUNT_FAILED, reason);
+                return reason ? refuse(no, REMOUNT_FAILED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         log_debug("%s: cycling it (stable writes %s -> %s), options %s.", a->label,
                   a->journal.old_flag ? "on" : "off", a->journal.new_flag ? "on" : "off", a->options);
@@ -574,11 +612,52 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                 r->running = NULL;
                 (void) remount_journal_remove(a->journal_path);
                 reason = strdup_printf("cannot start the cycle: %s", strerror(-k));
-                return GIVE_UP(REMOUNT_FAILED, reason);
+                return reason ? refuse(no, REMOUNT_FAILED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
-        return 1;
-#undef GIVE_UP
-#undef CONCLUDE
+        return 0;
+}
+
+/* Checks one filesystem and, when nothing is against it, starts its cycle. Returns 1 when a
+ * child runs (the result comes later), 0 when concluded here. */
+static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
+        Manager *m = r->manager;
+        uint64_t start = now_usec_monotonic();
+        _cleanup_(refusal_done) Refusal no = {};
+        _cleanup_(remount_plan_done) RemountPlan plan = {};
+        _cleanup_free_ char *label = NULL;
+        EngineDevice *d = NULL;
+        RemountActive *a;
+        TrackedMount *t;
+        int k;
+
+        t = find_tracked(m, it->id, it->target);
+        if (!t)
+                k = refuse(&no, REMOUNT_NOTHING, true, "it is not mounted any more", NULL);
+        else {
+                label = strdup_printf("%s (%s on %s)", t->target, t->fstype, it->disk);
+                if (!label)
+                        return -ENOMEM;
+                k = check_item(r, it, t, &no);
+                if (k == 0)
+                        k = plan_item(r, t, &plan, &no);
+                if (k == 0)
+                        k = set_flag(r, it, &plan, &t, &d, &no);
+        }
+        if (k == 0) {
+                a = active_new(r, q, it, TAKE_PTR(label), &plan, t, d, start);
+                if (!a)
+                        return -ENOMEM;
+                k = launch(r, a, &no);
+                if (k == 0)
+                        return 1;
+                label = TAKE_PTR(a->label);
+                active_free(a);
+        }
+        if (k < 0)
+                return k;
+        conclude(r, q, it, label, t ? t->id : it->id, no.outcome, no.why, NULL, now_usec_monotonic() - start,
+                 no.is_static, !t || t->pending, NULL);
+        return 0;
 }
 
 /* --- the child's report --------------------------------------------------------------------- */
