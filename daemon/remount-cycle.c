@@ -904,6 +904,12 @@ static int choose_way(Cycle *c, bool replay) {
         return 0;
 }
 
+/* Reports the result r of a check: > 0 refused for reason, < 0 failed. */
+static void report_check(RemountReport *rep, int r, const char *reason) {
+        report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
+               r > 0 ? reason : strerror(-r));
+}
+
 /* Step 1's checks on the live system, now that we see what the host sees. Returns 0, or 1
  * with the report filled. */
 static int check_idle(Cycle *c) {
@@ -924,8 +930,7 @@ static int check_idle(Cycle *c) {
         }
         r = remount_check_table(t, p, &reason);
         if (r != 0) {
-                report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
-                       r > 0 ? reason : strerror(-r));
+                report_check(rep, r, reason);
                 return 1;
         }
         Users u = { .plan = p };
@@ -940,8 +945,7 @@ static int check_idle(Cycle *c) {
         free(u.ids);
         free(u.seen_ns);
         if (r != 0) {
-                report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
-                       r > 0 ? u.reason : strerror(-r));
+                report_check(rep, r, u.reason);
                 free(u.reason);
                 return 1;
         }
@@ -949,21 +953,20 @@ static int check_idle(Cycle *c) {
         return 0;
 }
 
-static void cycle(Cycle *c) {
+/* Steps 2 and 3 of a cycle: the mount point pinned below the system's parent mount, nothing
+ * a stop of the unit would take down, a superblock whose end can be seen. Returns 0, or 1
+ * when reported. */
+static int cycle_prepare(Cycle *c) {
         RemountReport *rep = c->rep;
         RemountPlan *p = c->plan;
-        _cleanup_free_ char *reason = NULL, *why = NULL;
+        _cleanup_free_ char *reason = NULL;
         int r;
-
-        if (choose_way(c, false) < 0 || check_idle(c) != 0)
-                return;
 
         /* 2. The mount point pinned; the parent we see must be the system's. */
         r = remount_pin_target(p->target, &c->pin, &reason);
         if (r != 0) {
-                report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
-                       r > 0 ? reason : strerror(-r));
-                return;
+                report_check(rep, r, reason);
+                return 1;
         }
         _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
         struct libmnt_fs *parent = t ? table_find(t, p->parent_id, 0, NULL) : NULL;
@@ -972,7 +975,7 @@ static void cycle(Cycle *c) {
                        "the directory the daemon finds above %s is not on the filesystem the system mounted "
                        "there (mount %d)",
                        p->target, p->parent_id);
-                return;
+                return 1;
         }
         c->journal->parent_dev = c->pin.parent_dev;
         c->journal->parent_ino = c->pin.parent_ino;
@@ -981,9 +984,8 @@ static void cycle(Cycle *c) {
         if (c->bus) {
                 r = remount_systemd_check_stop(c->bus, c->journal->unit, &reason, &c->targets);
                 if (r != 0) {
-                        report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
-                               r > 0 ? reason : strerror(-r));
-                        return;
+                        report_check(rep, r, reason);
+                        return 1;
                 }
         }
 
@@ -992,21 +994,19 @@ static void cycle(Cycle *c) {
         if (r == 0 && !c->bus)
                 r = device_check_mountable(c, &reason);
         if (r != 0) {
-                report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
-                       r > 0 ? reason : strerror(-r));
-                return;
+                report_check(rep, r, reason);
+                return 1;
         }
+        return 0;
+}
 
-        /* 4. Last moment to abandon it. */
-        sync_target(c);
-        pause_at(c, "before-umount");
-        if (stop_requested) {
-                report(rep, REMOUNT_REFUSED, EINTR, "the daemon is stopping");
-                return;
-        }
-        block_stop_signals();
+/* Step 5 of a cycle: unmount, then mount again whatever happened, saying how it came back. */
+static void cycle_unmount_mount(Cycle *c) {
+        RemountReport *rep = c->rep;
+        RemountPlan *p = c->plan;
+        _cleanup_free_ char *why = NULL;
+        int r;
 
-        /* 5. Unmount. */
         r = save_stage(c, REMOUNT_STAGE_UNMOUNTING);
         if (r < 0) {
                 report(rep, REMOUNT_FAILED, -r, "cannot write the journal %s: %s", c->job->journal_path,
@@ -1044,34 +1044,119 @@ static void cycle(Cycle *c) {
         pause_at(c, "after-mount");
 }
 
+static void cycle(Cycle *c) {
+        if (choose_way(c, false) < 0 || check_idle(c) != 0 || cycle_prepare(c) != 0)
+                return;
+
+        /* 4. Last moment to abandon it. */
+        sync_target(c);
+        pause_at(c, "before-umount");
+        if (stop_requested) {
+                report(c->rep, REMOUNT_REFUSED, EINTR, "the daemon is stopping");
+                return;
+        }
+        block_stop_signals();
+
+        /* 5. Unmount and mount again. */
+        cycle_unmount_mount(c);
+}
+
+/* The replay of a journal at stage prepared: nothing was touched, so only the system's table
+ * is read, from wherever we are. */
+static void replay_prepared(Cycle *c) {
+        RemountReport *rep = c->rep;
+        RemountPlan *p = c->plan;
+
+        c->mountinfo = "/proc/1/mountinfo";
+        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        struct libmnt_fs *fs = t ? table_top(t, p->target) : NULL;
+        if (fs && is_ours(p, fs)) {
+                rep->new_id = mnt_fs_get_id(fs);
+                rep->effective = c->journal->old_flag;
+                report(rep, REMOUNT_FAILED, 0,
+                       "the cycle was interrupted (at stage prepared) before the unmount: it is "
+                       "mounted as "
+                       "before");
+        } else
+                report(rep, REMOUNT_NOTHING, 0,
+                       "it is not mounted, but the interrupted cycle had not unmounted it (someone "
+                       "else "
+                       "did, or it was never mounted there); not mounting it");
+}
+
+/* The replay found fs, the filesystem of the journal, mounted on its mount point: never
+ * unmounted by the cycle, or mounted again (by it, or by someone). Says which and with which
+ * state. */
+static void replay_found_mounted(Cycle *c, struct libmnt_fs *fs) {
+        RemountReport *rep = c->rep;
+        RemountJournal *j = c->journal;
+        struct stat st;
+        bool same_sb;
+
+        superblock_dir(c->plan, c->sb_dir, sizeof c->sb_dir);
+        if (j->sb_ino != 0 && c->sb_dir[0])
+                same_sb = stat(c->sb_dir, &st) >= 0 && (uint64_t) st.st_ino == j->sb_ino;
+        else
+                same_sb = j->stage <= REMOUNT_STAGE_UNMOUNTING;
+        rep->new_id = mnt_fs_get_id(fs);
+        rep->effective = same_sb ? j->old_flag : remount_journal_mount_flag(j);
+        if (same_sb)
+                report(rep, REMOUNT_FAILED, 0,
+                       "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
+                       "as "
+                       "before",
+                       remount_stage_to_string(j->stage));
+        else
+                report(rep, rep->effective == j->new_flag ? REMOUNT_DONE : REMOUNT_RESTORED, 0,
+                       "the interrupted cycle (at stage %s) had mounted it again, with the %s state",
+                       remount_stage_to_string(j->stage), rep->effective == j->new_flag ? "new" : "old");
+}
+
+/* Where the replay mounts it: the journal's directory, at the same path, and (without
+ * systemd) a device it may mount. Returns 0, or 1 when reported. */
+static int replay_check_target(Cycle *c) {
+        RemountReport *rep = c->rep;
+        RemountJournal *j = c->journal;
+        RemountPlan *p = c->plan;
+        _cleanup_free_ char *reason = NULL;
+        int r;
+
+        r = remount_pin_target(p->target, &c->pin, &reason);
+        if (r == 0 && (c->pin.parent_dev != j->parent_dev || c->pin.parent_ino != j->parent_ino)) {
+                r = 1;
+                reason = strdup_printf("the path %s leads to another directory than before the unmount (its "
+                                       "parent was renamed or replaced)",
+                                       p->target);
+        }
+        if (r != 0) {
+                rep->give_up = r > 0;
+                report(rep, REMOUNT_UNMOUNTED, r > 0 ? ENOTDIR : -r, "not mounting it again: %s%s",
+                       r > 0 ? reason ?: "out of memory" : strerror(-r), r > 0 ? "; not retrying" : "");
+                return 1;
+        }
+        if (!c->bus) {
+                r = device_check_mountable(c, &reason);
+                if (r != 0) {
+                        report(rep, REMOUNT_UNMOUNTED, r > 0 ? EPERM : -r, "%s",
+                               r > 0 ? reason : strerror(-r));
+                        return 1;
+                }
+        }
+        return 0;
+}
+
 /* The replay of a journal: the filesystem is mounted back as it says. */
 static void replay(Cycle *c) {
         RemountReport *rep = c->rep;
         RemountJournal *j = c->journal;
         RemountPlan *p = c->plan;
-        _cleanup_free_ char *reason = NULL;
         _cleanup_(tablep) struct libmnt_table *t = NULL;
         struct libmnt_fs *fs;
         int r;
 
         rep->stage = j->stage;
         if (j->stage == REMOUNT_STAGE_PREPARED) {
-                /* Nothing was touched: only the system's table is read, from wherever we are. */
-                c->mountinfo = "/proc/1/mountinfo";
-                t = mnt_new_table_from_file(c->mountinfo);
-                fs = t ? table_top(t, p->target) : NULL;
-                if (fs && is_ours(p, fs)) {
-                        rep->new_id = mnt_fs_get_id(fs);
-                        rep->effective = j->old_flag;
-                        report(rep, REMOUNT_FAILED, 0,
-                               "the cycle was interrupted (at stage prepared) before the unmount: it is "
-                               "mounted as "
-                               "before");
-                } else
-                        report(rep, REMOUNT_NOTHING, 0,
-                               "it is not mounted, but the interrupted cycle had not unmounted it (someone "
-                               "else "
-                               "did, or it was never mounted there); not mounting it");
+                replay_prepared(c);
                 return;
         }
         if (choose_way(c, true) < 0) {
@@ -1095,27 +1180,7 @@ static void replay(Cycle *c) {
         }
         fs = table_top(t, p->target);
         if (fs && is_ours(p, fs)) {
-                /* Mounted: never unmounted by the cycle, or mounted again (by it, or by someone). */
-                struct stat st;
-                bool same_sb;
-                superblock_dir(p, c->sb_dir, sizeof c->sb_dir);
-                if (j->sb_ino != 0 && c->sb_dir[0])
-                        same_sb = stat(c->sb_dir, &st) >= 0 && (uint64_t) st.st_ino == j->sb_ino;
-                else
-                        same_sb = j->stage <= REMOUNT_STAGE_UNMOUNTING;
-                rep->new_id = mnt_fs_get_id(fs);
-                rep->effective = same_sb ? j->old_flag : remount_journal_mount_flag(j);
-                if (same_sb)
-                        report(rep, REMOUNT_FAILED, 0,
-                               "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
-                               "as "
-                               "before",
-                               remount_stage_to_string(j->stage));
-                else
-                        report(rep, rep->effective == j->new_flag ? REMOUNT_DONE : REMOUNT_RESTORED, 0,
-                               "the interrupted cycle (at stage %s) had mounted it again, with the %s state",
-                               remount_stage_to_string(j->stage),
-                               rep->effective == j->new_flag ? "new" : "old");
+                replay_found_mounted(c, fs);
                 return;
         }
         if (fs) {
@@ -1131,29 +1196,8 @@ static void replay(Cycle *c) {
                        mnt_fs_get_target(fs));
                 return;
         }
-        /* Where it goes: the journal's directory, at the same path. */
-        r = remount_pin_target(p->target, &c->pin, &reason);
-        if (r == 0 && (c->pin.parent_dev != j->parent_dev || c->pin.parent_ino != j->parent_ino)) {
-                r = 1;
-                reason = strdup_printf("the path %s leads to another directory than before the unmount (its "
-                                       "parent was renamed or replaced)",
-                                       p->target);
-        }
-        if (r != 0) {
-                rep->give_up = r > 0;
-                report(rep, REMOUNT_UNMOUNTED, r > 0 ? ENOTDIR : -r, "not mounting it again: %s%s",
-                       r > 0 ? reason ?: "out of memory" : strerror(-r), r > 0 ? "; not retrying" : "");
-                return;
-        }
-        if (!c->bus) {
-                r = device_check_mountable(c, &reason);
-                if (r != 0) {
-                        report(rep, REMOUNT_UNMOUNTED, r > 0 ? EPERM : -r, "%s",
-                               r > 0 ? reason : strerror(-r));
-                        return;
-                }
-        }
-        mount_back(c, "it had been left unmounted");
+        if (replay_check_target(c) == 0)
+                mount_back(c, "it had been left unmounted");
 }
 
 void remount_job_run(const RemountJob *j, RemountReport *rep) {
