@@ -221,9 +221,10 @@ static const CallerRule caller_rules[] = {
         { "folio_wait_stable", MATCH_EXACT, STALL_KIND_SKIP },
         { "wait_on_page_writeback", MATCH_EXACT, STALL_KIND_SKIP },
         { "wait_for_stable_page", MATCH_EXACT, STALL_KIND_SKIP },
-        /* the raw tracepoint's own frames between the program and the traced function */
-        { "__bpf_trace_writeback_folio_template", MATCH_EXACT, STALL_KIND_SKIP },
-        { "__bpf_trace_writeback_page_template", MATCH_EXACT, STALL_KIND_SKIP },
+        /* the raw tracepoint's own frames between the program and the traced function; with
+         * more than one probe on the tracepoint, __traceiter_* calls each of them */
+        { "__bpf_trace_", MATCH_PREFIX, STALL_KIND_SKIP },
+        { "__traceiter_", MATCH_PREFIX, STALL_KIND_SKIP },
         { "bpf_trace_run2", MATCH_EXACT, STALL_KIND_SKIP },
         /* data integrity: fsync, fdatasync, sync_file_range(WAIT_*), msync, sync, O_SYNC; the
          * WB_SYNC_ALL writeback loops wait for a page's earlier writeback before writing it

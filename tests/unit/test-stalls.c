@@ -252,6 +252,12 @@ static void test_classify(void) {
         CHECK_INT(stall_classify_caller("migrate_task_rq_fair"), STALL_KIND_STABLE);
         CHECK_INT(stall_classify_caller(""), STALL_KIND_STABLE);
         CHECK_INT(stall_classify_caller(NULL), STALL_KIND_STABLE);
+        /* the tracepoint's glue: with a second probe on it (another stall probe, bpftrace,
+         * perf), __traceiter_* lies between the program and folio_wait_writeback, and it is
+         * no caller (measured on 6.18: every fsync wait counted as a stable-pages wait) */
+        CHECK_INT(stall_classify_caller("__traceiter_folio_wait_writeback+0x31/0x50"), STALL_KIND_SKIP);
+        CHECK_INT(stall_classify_caller("__bpf_trace_writeback_folio_template+0x11/0x20"), STALL_KIND_SKIP);
+        CHECK_INT(stall_classify_caller("bpf_trace_run2+0x103/0x1c0"), STALL_KIND_SKIP);
 }
 
 static char *write_temp(const char *content) {
