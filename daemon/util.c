@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "utf8.h"
 #include "util.h"
 
 char **strv_free(char **l) {
@@ -27,16 +28,21 @@ size_t strv_length(char *const *l) {
         return n;
 }
 
-static int strv_push(char ***l, char *value) {
-        size_t n = strv_length(*l);
-        char **m = realloc(*l, sizeof(char *) * (n + 2));
+/* Takes value (freed on failure). *n, when given, is the length of *l: counting it is what made
+ * appending n strings O(n^2); realloc() itself grows large arrays in place or by remapping. */
+static int strv_push(char ***l, size_t *n, char *value) {
+        size_t len = n ? *n : strv_length(*l);
+        char **m = reallocarray(*l, len + 2, sizeof(char *));
+
         if (!m) {
                 free(value);
                 return -ENOMEM;
         }
-        m[n] = value;
-        m[n + 1] = NULL;
+        m[len] = value;
+        m[len + 1] = NULL;
         *l = m;
+        if (n)
+                *n = len + 1;
         return 0;
 }
 
@@ -48,11 +54,11 @@ const char *strv_find_value(char *const *l, const char *key) {
         return NULL;
 }
 
-int strv_extend(char ***l, const char *value) {
+int strv_extend_with_size(char ***l, size_t *n, const char *value) {
         char *v = strdup(value);
         if (!v)
                 return -ENOMEM;
-        return strv_push(l, v);
+        return strv_push(l, n, v);
 }
 
 int strv_extendf(char ***l, const char *format, ...) {
@@ -64,12 +70,14 @@ int strv_extendf(char ***l, const char *format, ...) {
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
-        return strv_push(l, v);
+        return strv_push(l, NULL, v);
 }
 
 int strv_extend_strv(char ***l, char *const *other) {
+        size_t n = strv_length(*l);
+
         STRV_FOREACH (s, other) {
-                int r = strv_extend(l, *s);
+                int r = strv_extend_with_size(l, &n, *s);
                 if (r < 0)
                         return r;
         }
@@ -358,6 +366,12 @@ uint64_t now_usec_realtime(void) {
 }
 
 void json_print_string(FILE *f, const char *s) {
+        _cleanup_free_ char *escaped = NULL;
+
+        if (!utf8_is_clean(s)) {
+                escaped = utf8_escape(s);
+                s = escaped ?: "(out of memory)";
+        }
         fputc('"', f);
         for (const unsigned char *p = (const unsigned char *) (s ? s : ""); *p; p++) {
                 switch (*p) {

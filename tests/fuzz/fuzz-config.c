@@ -21,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         };
         unsigned lines = 1;
 
+        fuzz_check_escaping(data, size);
+
         if (size > 256 * 1024) /* the parser's limit is 1 MiB; keep runs fast */
                 return 0;
         FUZZ_ASSERT(config_init_defaults(&c) == 0);

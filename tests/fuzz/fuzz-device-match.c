@@ -17,6 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const DeviceIdentity id = { .name = "nvme0n1", .devnum = makedev(259, 0), .properties = props };
         int r;
 
+        fuzz_check_escaping(data, size);
+
         if (size > 4096)
                 return 0;
         text = fuzz_string(data, size);

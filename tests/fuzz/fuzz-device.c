@@ -64,6 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         DeviceTable t = {};
         size_t pos = 0;
 
+        fuzz_check_escaping(data, size);
+
         if (size > 64 * 1024)
                 return 0;
         if (!root)

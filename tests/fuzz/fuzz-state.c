@@ -60,6 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const uint8_t *a = data, *b, *c;
         size_t la, lb, lc;
 
+        fuzz_check_escaping(data, size);
+
         if (size > 256 * 1024)
                 return 0;
         if (!dir) {

@@ -19,6 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         dev_t d, d2;
         int r;
 
+        fuzz_check_escaping(data, size);
+
         if (size > 1024)
                 return 0;
         s = fuzz_string(data, size);
