@@ -205,8 +205,11 @@ static bool in_force_now(const Engine *e, const DeviceFacts *f) {
         return stable_writes_in_force(&now, e->kernel);
 }
 
-/* The block device a mount was made from: the superblock's device, or for filesystems with
- * anonymous superblock devices (btrfs) the device named as its source. 0 when none. */
+/* The block device a mount was made from, by the superblock's device number (mountinfo's
+ * MAJ:MIN). btrfs superblocks have anonymous device numbers: for btrfs only, the source, which
+ * btrfs writes itself (its show_devname: the member device with the lowest id) and only root can
+ * mount. Never the source text of anything else: a FUSE mount sets it to anything (any user:
+ * fusermount -o fsname=/dev/sda1). 0 when there is none. */
 static dev_t mount_source_devnum(struct libmnt_fs *fs) {
         const char *src = mnt_fs_get_srcpath(fs);
         dev_t devnum = mnt_fs_get_devno(fs);
@@ -214,7 +217,8 @@ static dev_t mount_source_devnum(struct libmnt_fs *fs) {
 
         if (major(devnum) != 0)
                 return devnum;
-        if (src && src[0] == '/' && stat(src, &st) == 0 && S_ISBLK(st.st_mode))
+        if (streq(mnt_fs_get_fstype(fs) ?: "", "btrfs") && src && src[0] == '/' && stat(src, &st) == 0 &&
+            S_ISBLK(st.st_mode))
                 return st.st_rdev;
         return 0;
 }

@@ -19,7 +19,8 @@
  * The kernel reuses mount ids: a mount is told from an earlier one with the same id by
  * its unique mount id (statx STATX_MNT_ID_UNIQUE, 6.8+). Older kernels cannot tell an
  * umount + mount of the same device on the same target apart when both fall into one
- * pass. Only filesystems on a block device, and NFS, are tracked. */
+ * pass. Only filesystems on a block device, and NFS, are tracked: a mount maps to its disk by
+ * its superblock's device number, never by the source text (FUSE sets that to anything). */
 
 #include <systemd/sd-event.h>
 
@@ -35,7 +36,8 @@ typedef struct TrackedMount {
         uint64_t unique_id;  /* the kernel's 64-bit mount id in our namespace (6.8+), 0 if
                               * unknown: tells a new mount from an old one with the same id */
         dev_t devnum;        /* the superblock's MAJ:MIN, as mountinfo shows it */
-        dev_t source_devnum; /* the block device it was mounted from; 0 for NFS */
+        dev_t source_devnum; /* the block device it was mounted from (the superblock's, for btrfs
+                              * the member btrfs names as its source); 0 for NFS */
         char *disk;          /* the disk that device is or is a partition of; NULL for NFS */
         char *target, *fstype, *source;
         bool read_only; /* the superblock is read-only: nobody writes */
