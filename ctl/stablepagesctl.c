@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 #include "bus-api.h"
 #include "config-build.h"
 #include "ctl.h"
 #include "log.h"
+#include "pager.h"
 #include "util.h"
 
 JsonMode arg_json = JSON_OFF;
@@ -196,40 +194,9 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
         return EXIT_FAIL;
 }
 
-static pid_t pager_pid = 0;
-
 void ctl_pager_open(void) {
-        int fds[2];
-
-        if (!arg_pager || arg_json != JSON_OFF || !isatty(STDOUT_FILENO) || pager_pid > 0)
-                return;
-        const char *pager = getenv("SYSTEMD_PAGER") ?: getenv("PAGER") ?: "less";
-        if (isempty(pager) || streq(pager, "cat") || pipe2(fds, O_CLOEXEC) < 0)
-                return;
-        pager_pid = fork();
-        if (pager_pid < 0) {
-                pager_pid = 0;
-                close(fds[0]);
-                close(fds[1]);
-                return;
-        }
-        if (pager_pid == 0) {
-                dup2(fds[0], STDIN_FILENO);
-                setenv("LESS", "FRSXMK", 0);
-                execlp("/bin/sh", "sh", "-c", pager, (char *) NULL);
-                _exit(EXIT_FAILURE);
-        }
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-}
-
-static void pager_close(void) {
-        if (pager_pid <= 0)
-                return;
-        fflush(stdout);
-        close(STDOUT_FILENO);
-        (void) waitpid(pager_pid, NULL, 0);
+        if (arg_pager && arg_json == JSON_OFF)
+                pager_open();
 }
 
 int main(int argc, char *argv[]) {

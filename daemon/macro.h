@@ -13,6 +13,7 @@
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _warn_unused_result_ __attribute__((warn_unused_result))
+#define _noreturn_ __attribute__((noreturn))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
