@@ -18,7 +18,10 @@ typedef struct Stalls {
         uint64_t count, sum_usec, max_usec, p50_usec, p99_usec;
         const uint64_t *hist;
         size_t n_hist;
-        StallComm comms[STALL_TOP_COMMS];
+        struct {
+                const char *comm; /* as the daemon escaped it: longer than a comm can be */
+                uint64_t count;
+        } comms[STALL_TOP_COMMS];
         size_t n_comms;
         uint64_t sync_count, other_count, window_usec, window_count, window_p99_usec, window_max_usec;
 } Stalls;
@@ -45,7 +48,7 @@ static int read_stalls(sd_bus_message *reply, Stalls *s) {
                 if (r <= 0)
                         break;
                 if (s->n_comms < STALL_TOP_COMMS) {
-                        snprintf(s->comms[s->n_comms].comm, sizeof s->comms[0].comm, "%s", comm);
+                        s->comms[s->n_comms].comm = comm;
                         s->comms[s->n_comms++].count = count;
                 }
         }

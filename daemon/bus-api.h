@@ -9,7 +9,11 @@
 #define BUS_DEVICE_PREFIX "/org/stablepages1/device"
 #define BUS_MANAGER_INTERFACE "org.stablepages1.Manager"
 #define BUS_DEVICE_INTERFACE "org.stablepages1.Device"
-#define BUS_POLKIT_ACTION "org.stablepages1.manage"
+/* polkit actions (conf/org.stablepages1.policy): */
+#define BUS_POLKIT_RUNTIME "org.stablepages1.manage-runtime"       /* until reboot, apply, reload */
+#define BUS_POLKIT_PERSISTENT "org.stablepages1.manage-persistent" /* drop-ins in /etc */
+#define BUS_POLKIT_FORCE "org.stablepages1.force"                  /* --force: off despite the need */
+#define BUS_POLKIT_REMOUNT "org.stablepages1.remount"              /* the unmount + mount cycle */
 
 #define BUS_ERROR_NO_SUCH_DEVICE "org.stablepages1.Error.NoSuchDevice"
 #define BUS_ERROR_INVALID_NAME "org.stablepages1.Error.InvalidName"

@@ -15,8 +15,10 @@ typedef struct BusService BusService;
  * bus cannot be reached. */
 int bus_service_new(Manager *m, BusService **ret);
 
-/* Takes the name org.stablepages1: call once the Manager's first reconcile is done, so
- * that the first caller sees a complete state. Returns 0 or -errno. */
+/* Asks for the name org.stablepages1: call once the Manager's first reconcile is done, so
+ * that the first caller sees a complete state. When the bus has given it, tells the service
+ * manager READY=1 (manager_notify_ready()), so that a client started after the unit finds the
+ * name; when it refuses, ends the event loop with the error. Returns 0 or -errno. */
 int bus_service_take_name(BusService *b);
 
 BusService *bus_service_free(BusService *b);

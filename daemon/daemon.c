@@ -22,8 +22,11 @@ int verb_daemon(const EngineOptions *o) {
         r = manager_start(m);
         if (r < 0)
                 return 1;
+        /* READY=1 once the name is ours (bus.h), or now when there is no bus. */
         if (bus && bus_service_take_name(bus) < 0)
                 return 1;
+        if (!bus)
+                manager_notify_ready(m);
         r = manager_run(m);
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");

@@ -1385,8 +1385,11 @@ int manager_start(Manager *m) {
         log_info("Started: Policy=%s, %zu disks, %zu filesystems tracked, %s uevents.",
                  policy_mode_to_string(m->engine.config.policy), manager_n_devices(m), m->mounts->n,
                  udev_watch_source(m->udev));
-        manager_notify_status(m, "READY=1\n");
         return 0;
+}
+
+void manager_notify_ready(Manager *m) {
+        manager_notify_status(m, "READY=1\n");
 }
 
 int manager_run(Manager *m) {
