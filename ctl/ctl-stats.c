@@ -24,6 +24,7 @@ typedef struct Stalls {
         } comms[STALL_TOP_COMMS];
         size_t n_comms;
         uint64_t sync_count, other_count, window_usec, window_count, window_p99_usec, window_max_usec;
+        uint64_t lost, lost_comms; /* the probe's, all disks: STALL_UNMEASURED_USEC when not known */
 } Stalls;
 
 /* Reads a GetStalls() reply into *s (pointers into reply). Returns 0 or -errno. */
@@ -111,7 +112,36 @@ static void stalls_json(JsonWriter *w, const Stalls *s) {
         json_figure(w, "window_max_usec", s->window_max_usec);
         json_key(w, "reason");
         json_string(w, s->reason);
+        json_figure(w, "probe_lost", s->lost);
+        json_figure(w, "probe_lost_comms", s->lost_comms);
         json_object_end(w);
+}
+
+/* The probe's losses (Manager properties StallLost, StallCommsLost), STALL_UNMEASURED_USEC when
+ * not known. */
+static void read_losses(sd_bus *bus, uint64_t *ret_lost, uint64_t *ret_comms) {
+        const char *const names[] = { "StallLost", "StallCommsLost" };
+        uint64_t *ret[] = { ret_lost, ret_comms };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                *ret[i] = STALL_UNMEASURED_USEC;
+                (void) sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, names[i],
+                                                   &error, 't', ret[i]);
+        }
+}
+
+/* The text lines of the probe's losses, when there are any. */
+static void losses_text(uint64_t lost, uint64_t lost_comms) {
+        if (lost != STALL_UNMEASURED_USEC && lost > 0)
+                printf("\n%" PRIu64
+                       " writeback waits were not recorded since the probe started (its tables were "
+                       "full): the counts above are lower bounds.\n",
+                       lost);
+        if (lost_comms != STALL_UNMEASURED_USEC && lost_comms > 0)
+                printf("%" PRIu64 " stable-pages waits were counted without their command (the table of "
+                       "commands was full).\n",
+                       lost_comms);
 }
 
 /* The bounds of bucket i as stalls.h defines them (the daemon's library is not linked here). */
@@ -225,6 +255,8 @@ int verb_stats(int argc, char **argv) {
                         return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
         }
 
+        uint64_t lost, lost_comms;
+        read_losses(bus, &lost, &lost_comms);
         json_init(&w, stdout, arg_json == JSON_PRETTY);
         if (arg_json != JSON_OFF)
                 json_array_begin(&w);
@@ -234,7 +266,7 @@ int verb_stats(int argc, char **argv) {
         size_t shown = 0;
         STRV_FOREACH (n, names) {
                 _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-                Stalls s = { .name = *n };
+                Stalls s = { .name = *n, .lost = lost, .lost_comms = lost_comms };
 
                 r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetStalls", &error,
                                        &reply, "s", *n);
@@ -260,7 +292,10 @@ int verb_stats(int argc, char **argv) {
         if (arg_json != JSON_OFF) {
                 json_array_end(&w);
                 fputc('\n', stdout);
-        } else if (shown == 0)
-                printf("No stable-pages waits measured on any disk.\n");
+        } else {
+                if (shown == 0)
+                        printf("No stable-pages waits measured on any disk.\n");
+                losses_text(lost, lost_comms);
+        }
         return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }

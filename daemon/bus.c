@@ -936,6 +936,11 @@ static int property_get_manager(sd_bus *bus, const char *path, const char *inter
                                              stall_probe_mode_to_string(manager_stall_mode(b->manager)));
         if (streq(property, "StallProbeReason"))
                 return append_string_escaped(reply, manager_stall_reason(b->manager));
+        if (streq(property, "StallLost") || streq(property, "StallCommsLost")) {
+                uint64_t waits = STALL_UNMEASURED_USEC, comms = STALL_UNMEASURED_USEC;
+                (void) manager_stall_losses(b->manager, &waits, &comms);
+                return sd_bus_message_append(reply, "t", streq(property, "StallLost") ? waits : comms);
+        }
         if (streq(property, "NDevices"))
                 return sd_bus_message_append(reply, "u", (uint32_t) manager_n_devices(b->manager));
         if (streq(property, "Unmounted")) {
@@ -984,6 +989,9 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("StallProbe", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("StallProbeReason", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        /* Counters of the probe: read them, no signal announces them. */
+        SD_BUS_PROPERTY("StallLost", "t", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        SD_BUS_PROPERTY("StallCommsLost", "t", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
         SD_BUS_METHOD_WITH_NAMES("ListDevices", NULL, , "a(sossssbt)", SD_BUS_PARAM(devices),
                                  method_list_devices, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListFilesystems", NULL, , "a(ssssssbs)", SD_BUS_PARAM(filesystems),

@@ -282,6 +282,18 @@ void manager_dump_json(Manager *m, FILE *f, bool pretty) {
         json_string(&w, stall_probe_mode_to_string(manager_stall_mode(m)));
         json_key(&w, "stall_probe_reason");
         json_string(&w, manager_stall_reason(m));
+        uint64_t lost_waits, lost_comms;
+        bool measured = manager_stall_losses(m, &lost_waits, &lost_comms) >= 0;
+        json_key(&w, "stall_probe_lost");
+        if (measured)
+                json_uint(&w, lost_waits);
+        else
+                json_null(&w);
+        json_key(&w, "stall_probe_lost_comms");
+        if (measured)
+                json_uint(&w, lost_comms);
+        else
+                json_null(&w);
         json_key(&w, "devices");
         json_array_begin(&w);
         for (size_t i = 0; i < manager_n_devices(m); i++) {
@@ -943,6 +955,34 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
         return 1;
 }
 
+int manager_stall_losses(Manager *m, uint64_t *ret_waits, uint64_t *ret_comms) {
+        if (manager_stall_mode(m) == STALL_PROBE_UNAVAILABLE)
+                return -EOPNOTSUPP;
+        *ret_waits = stall_probe_lost(m->probe);
+        *ret_comms = stall_probe_lost_comms(m->probe);
+        return 0;
+}
+
+/* Logs what the probe could not record since the last poll. */
+static void manager_log_stall_losses(Manager *m) {
+        uint64_t waits, comms;
+
+        if (manager_stall_losses(m, &waits, &comms) < 0)
+                return;
+        if (waits > m->stall_lost)
+                log_warning("%" PRIu64 " writeback waits were not recorded since the last poll (%" PRIu64
+                            " since the probe started): the stall probe's tables are full, its counts are "
+                            "lower bounds.",
+                            waits - m->stall_lost, waits);
+        if (comms > m->stall_lost_comms)
+                log_notice("%" PRIu64
+                           " stable-pages waits were counted without their command since the last "
+                           "poll (%" PRIu64 " since the probe started): the table of commands is full.",
+                           comms - m->stall_lost_comms, comms);
+        m->stall_lost = waits;
+        m->stall_lost_comms = comms;
+}
+
 /* One poll: sample the probe, run the adaptive policy on every disk, reconcile when it
  * learned something. */
 static void manager_poll_stalls(Manager *m) {
@@ -954,6 +994,7 @@ static void manager_poll_stalls(Manager *m) {
         r = manager_sample_stalls(m, now);
         if (r < 0 && r != -EOPNOTSUPP)
                 log_warning_errno(r, "Cannot read the stall probe: %m");
+        manager_log_stall_losses(m);
         m->stall_poll_usec = now;
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 r = manager_adapt_device(m, manager_device(m, i), now);
@@ -1013,11 +1054,14 @@ static int manager_write_metrics(Manager *m) {
                 const DeviceStalls *s = stalls_find(m, d->facts->devnum, false);
                 devs[i].over_budget = s && s->over;
         }
+        uint64_t lost_waits = 0, lost_comms = 0;
+        (void) manager_stall_losses(m, &lost_waits, &lost_comms);
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
         MetricsProbe probe = { .mode = stall_probe_mode_to_string(manager_stall_mode(m)),
-                               .lost = m->probe ? stall_probe_lost(m->probe) : 0,
+                               .lost = lost_waits,
+                               .lost_comms = lost_comms,
                                .budget_usec = m->engine.config.stall_budget_usec };
         metrics_write(f, &probe, devs, manager_n_devices(m));
         if (fclose(f) != 0)

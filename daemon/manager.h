@@ -102,6 +102,7 @@ struct Manager {
         size_t n_live;            /* live_usec (CLOCK_MONOTONIC of that iteration) */
         uint64_t live_usec;
         bool live_valid;
+        uint64_t stall_lost, stall_lost_comms; /* the probe's losses at the last poll (logged) */
 
         char *status;         /* the last STATUS= sent */
         uint64_t dump_digest; /* FNV-1a of the last content of devices.json */
@@ -210,6 +211,10 @@ int manager_device_stalls(Manager *m, const EngineDevice *d, StallStats *ret_tot
  * NULL or empty. Returns 0, -EINVAL/-ENODEV for a bad or unknown name, -EOPNOTSUPP when
  * nothing measures, or -errno. */
 int manager_reset_stalls(Manager *m, const char *name);
+
+/* What the probe could not record since it started: waits (*ret_waits) and commands of waits
+ * (*ret_comms). Returns 0, or -EOPNOTSUPP when nothing measures. */
+int manager_stall_losses(Manager *m, uint64_t *ret_waits, uint64_t *ret_comms);
 
 /* Writes the stall members of d ("stalls": {...}) into an open JSON object. */
 void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w);

@@ -24,6 +24,10 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
                "the stall counts are lower bounds when it grows.");
         fprintf(f, PREFIX "stall_probe_lost_events_total %" PRIu64 "\n", probe->lost);
 
+        family(f, "stall_probe_lost_commands_total", "counter",
+               "Waits the probe recorded without their command (its table of commands was full).");
+        fprintf(f, PREFIX "stall_probe_lost_commands_total %" PRIu64 "\n", probe->lost_comms);
+
         family(f, "stall_budget_seconds", "gauge", "StallBudgetMSec=: the p99 wait a window may reach.");
         fprintf(f, PREFIX "stall_budget_seconds ");
         seconds(f, probe->budget_usec);

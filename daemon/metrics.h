@@ -29,6 +29,7 @@ typedef struct MetricsDevice {
 typedef struct MetricsProbe {
         const char *mode;     /* the probe's mode name */
         uint64_t lost;        /* waits seen but not recorded since the probe started */
+        uint64_t lost_comms;  /* waits recorded without their command (a full table) */
         uint64_t budget_usec; /* StallBudgetMSec= */
 } MetricsProbe;
 

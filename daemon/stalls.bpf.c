@@ -149,12 +149,14 @@ struct {
         __type(value, struct stall_bpf_hist);
 } hists SEC(".maps");
 
+/* Commands of the stable-pages waits only (the only ones user space lists; with a caller not
+ * named yet, STALL_KIND_PENDING, they may be), least recently used first out: a user who cycles
+ * command names cannot fill it for everyone else. An LRU map must be preallocated, and a per-CPU
+ * one would preallocate a value per CPU for each entry (25 ms of CPU at start-up): one shared
+ * counter per entry, added to atomically. */
 struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
         __uint(max_entries, STALL_BPF_MAX_COMMS);
-        /* Allocated when a command first waits: preallocating every per-CPU entry cost the
-         * probe's start-up 25 ms of CPU. */
-        __uint(map_flags, BPF_F_NO_PREALLOC);
         __type(key, struct stall_bpf_comm_key);
         __type(value, __u64);
 } comms SEC(".maps");
@@ -162,6 +164,7 @@ struct {
 __u64 nr_waiting = 0;   /* records in `waiting`; 0 makes sched_switch return at once */
 __u64 unmatched = 0;    /* tracepoint hits that did not sleep */
 __u64 lost = 0;         /* waits not recorded: a map was full */
+__u64 lost_comms = 0;   /* stable-pages waits recorded without their command */
 __u64 unclassified = 0; /* waits whose stack could not be read: counted as STALL_KIND_STABLE */
 
 const volatile __u32 classify_callers = 0; /* user space can name return addresses */
@@ -434,7 +437,7 @@ static __always_inline void wait_end(__u64 task, struct waiting *w, __u64 now) {
         struct stall_bpf_key bk = {};
         struct stall_bpf_comm_key ck = {};
         struct stall_bpf_hist *h;
-        __u64 *c, us, one = 1, slot;
+        __u64 *c, us, none = 0, slot;
 
         us = (now - w->start_ns) / 1000;
         __builtin_memcpy(bk.bdi, w->bdi, sizeof(bk.bdi));
@@ -473,11 +476,18 @@ static __always_inline void wait_end(__u64 task, struct waiting *w, __u64 now) {
         if (us > h->max_us)
                 h->max_us = us;
 
+        if (ck.kind != STALL_KIND_STABLE && ck.kind != STALL_KIND_PENDING)
+                return;
         c = bpf_map_lookup_elem(&comms, &ck);
+        if (!c) {
+                /* The LRU map makes room; EEXIST: another CPU added the key meanwhile. */
+                (void) bpf_map_update_elem(&comms, &ck, &none, BPF_NOEXIST);
+                c = bpf_map_lookup_elem(&comms, &ck);
+        }
         if (c)
-                (*c)++;
-        else if (bpf_map_update_elem(&comms, &ck, &one, BPF_NOEXIST) < 0)
-                __sync_fetch_and_add(&lost, 1); /* counted in hists, but no comm */
+                __sync_fetch_and_add(c, 1);
+        else
+                __sync_fetch_and_add(&lost_comms, 1); /* counted in hists, but no comm */
 }
 
 /* The end of prev's wait, or its arming, when prev waits (its slot says it may). */

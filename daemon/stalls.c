@@ -865,7 +865,6 @@ static StallStats *stats_find_or_add(StallStats **list, size_t *n, size_t *alloc
 
 static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
         _cleanup_free_ struct stall_bpf_hist *hv = NULL;
-        _cleanup_free_ uint64_t *cv = NULL;
         _cleanup_free_ StallStats *list = NULL;
         struct stall_bpf_key bk, *prev_bk = NULL;
         struct stall_bpf_comm_key ck, *prev_ck = NULL;
@@ -873,8 +872,7 @@ static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
         int hfd = bpf_map__fd(p->skel->maps.hists), cfd = bpf_map__fd(p->skel->maps.comms);
 
         hv = calloc(p->ncpus, sizeof(*hv));
-        cv = calloc(p->ncpus, sizeof(*cv));
-        if (!hv || !cv)
+        if (!hv)
                 return -ENOMEM;
         bpf_learn_layouts(p);
 
@@ -926,10 +924,8 @@ static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
                 kind = key.kind == STALL_KIND_PENDING ? bpf_pending_kind(p, key.stack) : key.kind;
                 if (kind != STALL_KIND_STABLE)
                         continue; /* commands are listed for the stable-pages waits only */
-                if (bpf_map_lookup_elem(cfd, &key, cv) < 0)
+                if (bpf_map_lookup_elem(cfd, &key, &total) < 0)
                         continue;
-                for (int c = 0; c < p->ncpus; c++)
-                        total += cv[c];
                 key.comm[sizeof(key.comm) - 1] = '\0';
                 key.bdi[sizeof(key.bdi) - 1] = '\0';
                 for (size_t i = 0; i < n; i++)
@@ -1102,6 +1098,14 @@ uint64_t stall_probe_lost(StallProbe *p) {
         default:
                 return 0;
         }
+}
+
+uint64_t stall_probe_lost_comms(StallProbe *p) {
+#if HAVE_BPF
+        if (p->mode == STALL_PROBE_BPF)
+                return p->skel->bss->lost_comms;
+#endif
+        return 0;
 }
 
 uint64_t stall_probe_unmatched(StallProbe *p) {

@@ -246,6 +246,10 @@ typedef struct StallClassifyCounts {
 
 void stall_probe_classify_counts(StallProbe *p, StallClassifyCounts *ret);
 
+/* Stable-pages waits recorded without their command (BPF mode: the table of commands, least
+ * recently used out first, could take no entry): the top commands may miss some. Else 0. */
+uint64_t stall_probe_lost_comms(StallProbe *p);
+
 /* Tracepoint hits that did not end in a sleep (the writeback completed between the check and
  * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
 uint64_t stall_probe_unmatched(StallProbe *p);

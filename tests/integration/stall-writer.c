@@ -7,6 +7,11 @@
  *       rewrites=N slow=K slow_usec=U median_usec=M p99_usec=P max_usec=X mean_usec=A
  *     where slow counts rewrites that took more than U microseconds (default 1000).
  *
+ *     --comm-cycle: before each rewrite, the process renames itself (PR_SET_NAME) "cN" for the
+ *     Nth: one command name per wait, as a user can do to fill the probe's table of commands.
+ *     --fsync: each iteration writes page 0 and fdatasync()s it instead (a data-integrity wait,
+ *     not a stable-pages one); prints "fsyncs=N".
+ *
  *   stall-writer --bench SECONDS FILE
  *     the same loop without timing each step, for SECONDS; prints
  *       loops=N seconds=S loops_per_sec=R
@@ -20,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,10 +59,12 @@ int main(int argc, char *argv[]) {
                 { "slow-usec", required_argument, NULL, 's' },
                 { "bench", required_argument, NULL, 'b' },
                 { "verbose", no_argument, NULL, 'v' },
+                { "comm-cycle", no_argument, NULL, 'c' },
+                { "fsync", no_argument, NULL, 'f' },
                 {},
         };
         long iterations = 20, slow_usec = 1000, bench = 0;
-        int verbose = 0, c, fd;
+        int verbose = 0, comm_cycle = 0, do_fsync = 0, c, fd;
         static char buf[PAGE] __attribute__((aligned(PAGE)));
 
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -73,11 +81,19 @@ int main(int argc, char *argv[]) {
                 case 'v':
                         verbose = 1;
                         break;
+                case 'c':
+                        comm_cycle = 1;
+                        break;
+                case 'f':
+                        do_fsync = 1;
+                        break;
                 default:
                         return 2;
                 }
         if (optind != argc - 1 || iterations <= 0 || slow_usec < 0 || bench < 0) {
-                fprintf(stderr, "usage: %s [--iterations N] [--slow-usec U] [--bench SECONDS] FILE\n",
+                fprintf(stderr,
+                        "usage: %s [--iterations N] [--slow-usec U] [--comm-cycle] [--fsync] [--bench "
+                        "SECONDS] FILE\n",
                         argv[0]);
                 return 2;
         }
@@ -106,6 +122,20 @@ int main(int argc, char *argv[]) {
                 return 0;
         }
 
+        if (do_fsync) {
+                for (long i = 0; i < iterations; i++) {
+                        char name[32]; /* PR_SET_NAME keeps 15 bytes */
+                        snprintf(name, sizeof name, "c%ld", i);
+                        if ((comm_cycle && prctl(PR_SET_NAME, name) < 0) ||
+                            write_page(fd, buf, 'a' + (char) (i % 26)) < 0 || fdatasync(fd) < 0) {
+                                perror("fsync loop");
+                                return 1;
+                        }
+                }
+                printf("fsyncs=%ld\n", iterations);
+                return 0;
+        }
+
         uint64_t *lat = calloc((size_t) iterations, sizeof(uint64_t)), sum = 0;
         long slow = 0;
         if (!lat)
@@ -118,6 +148,11 @@ int main(int argc, char *argv[]) {
                 if (sync_file_range(fd, 0, PAGE, SYNC_FILE_RANGE_WRITE) < 0) {
                         perror("sync_file_range");
                         return 1;
+                }
+                if (comm_cycle) {
+                        char name[32]; /* PR_SET_NAME keeps 15 bytes */
+                        snprintf(name, sizeof name, "c%ld", i);
+                        (void) prctl(PR_SET_NAME, name);
                 }
                 t0 = now_ns();
                 if (write_page(fd, buf, 'A' + (char) (i % 26)) < 0)

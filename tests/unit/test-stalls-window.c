@@ -82,13 +82,15 @@ static void test_metrics(void) {
         FILE *f = open_memstream(&buf, &size);
 
         CHECK(f);
-        MetricsProbe probe = { .mode = "bpf", .lost = 5, .budget_usec = 100000 };
+        MetricsProbe probe = { .mode = "bpf", .lost = 5, .lost_comms = 7, .budget_usec = 100000 };
         metrics_write(f, &probe, devs, ELEMENTSOF(devs));
         CHECK_INT(fclose(f), 0);
         fputs(buf, stderr);
         CHECK_CONTAINS(buf, "# TYPE stablepages_stall_wait_seconds histogram\n");
         CHECK_CONTAINS(buf, "stablepages_stall_probe_info{mode=\"bpf\"} 1\n");
         CHECK_CONTAINS(buf, "stablepages_stall_probe_lost_events_total 5\n");
+        CHECK_CONTAINS(buf, "# TYPE stablepages_stall_probe_lost_commands_total counter\n");
+        CHECK_CONTAINS(buf, "stablepages_stall_probe_lost_commands_total 7\n");
         CHECK_CONTAINS(buf, "stablepages_stall_budget_seconds 0.100000\n");
         CHECK_CONTAINS(buf, "stablepages_stable_writes{device=\"loop7\"} 1\n");
         CHECK_CONTAINS(buf, "stablepages_in_force{device=\"loop7\"} 1\n");

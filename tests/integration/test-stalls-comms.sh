@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The stall probe's table of commands is bounded and cannot be filled for everyone (issue 15).
+# On a loop device with ext4 mounted with stable writes (not throttled: each wait is one page's
+# writeback, well under a millisecond), with the BPF probe:
+#
+# 1. a writer renames itself before each of 9,000 fdatasync() waits (more names than the
+#    table's 8,192 entries; data-integrity waits, which the probe does not list by command);
+# 2. then a writer renames itself before each of 9,000 stable-pages waits;
+# 3. then "late-writer" waits on stable pages a few times: GetStalls still names it, with its
+#    count, and the probe's losses (StallLost, StallCommsLost, stablepagesctl stats --json,
+#    devices.json, MetricsFile=) read 0: the table drops the least recently used names.
+#
+# Usage: test-stalls-comms.sh [STABLEPAGESD [STABLEPAGESCTL]]   (root; exit 77 = skipped)
+set -euo pipefail
+SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$SRC/tests/integration/lib.sh"
+sp_setup "${1:-}"
+CTL=${2:-${STABLEPAGESCTL:-}}
+[ -x "$CTL" ] || sp_fail "no stablepagesctl: pass it as \$2 or in \$STABLEPAGESCTL"
+[ -x "${STALL_WRITER:-}" ] || sp_skip "stall-writer not built (\$STALL_WRITER)"
+for t in mkfs.ext4 dbus-daemon busctl; do
+        command -v $t >/dev/null || sp_skip "$t is missing"
+done
+. "$SRC/tests/integration/stalls-lib.sh"
+stalls_setup
+
+n=$(sp_free_loop_number)
+loop=loop$n
+sp_loop_attach "$n" 64M
+mnt=$SP_TMP/mnt
+stalls_mount_flag1 "$loop" "$mnt"
+mkdir -p "$SP_TMP/metrics"
+sp_config "[Manager]
+Policy=observe
+Devices=$loop
+RescanSec=0
+StallWindowSec=5
+MetricsFile=$SP_TMP/metrics/stablepages.prom
+MetricsIntervalSec=1"
+stalls_daemon_start
+probe=$(busctl --system get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager StallProbe | cut -d'"' -f2)
+[ "$probe" = bpf ] || sp_skip "the stall probe is in mode $probe, not bpf: the table of commands is BPF's"
+
+start=$(sp_now_ms)
+"$STALL_WRITER" --fsync --comm-cycle --iterations 9000 "$mnt/fsync" >/dev/null || sp_fail "the fsync writer failed"
+line=$("$STALL_WRITER" --comm-cycle --iterations 9000 "$mnt/cycle") || sp_fail "the cycling writer failed"
+sp_log "9,000 fsyncs and 9,000 rewrites under as many names in $(($(sp_now_ms) - start)) ms: $line"
+ln -s "$STALL_WRITER" "$SP_TMP/late-writer"
+"$SP_TMP/late-writer" --iterations 20 "$mnt/late" >/dev/null || sp_fail "late-writer failed"
+
+comms() {
+        busctl --system --json=short call org.stablepages1 /org/stablepages1 org.stablepages1.Manager \
+                GetStalls s "$loop" | jq -r '.data[9][] | "\(.[0]) \(.[1])"'
+}
+sp_wait_for 10000 "late-writer among the commands" bash -c "$(declare -f comms); loop=$loop; comms | grep -q '^late-writer '" \
+        >/dev/null
+got=$(comms)
+sp_log "top commands: $(tr '\n' ' ' <<<"$got")"
+grep -q '^late-writer [1-9]' <<<"$got" || sp_fail "GetStalls does not name late-writer after 18,000 other names"
+grep -q '^c[0-9]' <<<"$got" || sp_fail "the cycling writer's names are not counted at all"
+
+prop() { busctl --system get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager "$1" | cut -d' ' -f2; }
+if [ "$(prop StallLost)" != 0 ] || [ "$(prop StallCommsLost)" != 0 ]; then
+        sp_fail "the probe lost waits or commands: StallLost $(prop StallLost), StallCommsLost $(prop StallCommsLost)"
+fi
+stats=$("$CTL" --json=short stats "$loop") || sp_fail "stablepagesctl stats failed"
+[ "$(jq -r '.[0].probe_lost, .[0].probe_lost_comms' <<<"$stats" | tr '\n' ' ')" = "0 0 " ] ||
+        sp_fail "stablepagesctl stats --json: $stats"
+[ "$(jq -r '.stall_probe_lost, .stall_probe_lost_comms' "$SP_RUNTIME/devices.json" | tr '\n' ' ')" = "0 0 " ] ||
+        sp_fail "devices.json does not report the losses as 0"
+sp_wait_for 5000 "the losses in MetricsFile=" grep -q '^stablepages_stall_probe_lost_commands_total 0$' \
+        "$SP_TMP/metrics/stablepages.prom" >/dev/null
+sp_daemon_stop
+sp_log "stalls-comms: ok"
