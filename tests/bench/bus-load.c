@@ -18,7 +18,12 @@
  * Prints one "key=value ..." summary line and one "error NAME COUNT" line per error name.
  * --allow-missing counts NoSuchDevice/UnknownObject errors as expected (a device removed
  * while the calls run). Exit status: 0 when every call was answered and (without
- * --allow-missing) none failed, 1 otherwise, 2 on usage errors. */
+ * --allow-missing) none failed, 1 otherwise, 2 on usage errors.
+ *
+ * Hostile callers and the open-loop latency monitor (bus-hostile.c):
+ *        bus-load --device=NAME --hostile=names|long-name|storm [--method=M] [--count=N]
+ *                 [--connections=C] [--agent] [--settle-ms=MS] [--timeout-sec=N] [--dest=NAME]
+ *        bus-load --monitor --stop-file=PATH [--rate-hz=100] [--timeout-sec=N] */
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,9 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEST "org.stablepages1"
-#define PATH "/org/stablepages1"
-#define IFACE "org.stablepages1.Manager"
+#include "bus-load.h"
+
+#define DEST BUS_LOAD_DEST
+#define PATH BUS_LOAD_PATH
+#define IFACE BUS_LOAD_IFACE
 #define MAX_ERROR_NAMES 16
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -53,18 +60,25 @@ typedef struct Shared {
         uint32_t latency_usec[]; /* clients * calls */
 } Shared;
 
-static unsigned arg_clients = 32, arg_calls = 500, arg_writes = 20, arg_timeout_sec = 30;
-static const char *arg_device;
+static unsigned arg_clients = 32, arg_calls = 500, arg_writes = 20;
 static pid_t arg_pid;
-static bool arg_allow_missing, arg_apply;
+static bool arg_allow_missing, arg_apply, arg_monitor;
 static int arg_only = -1; /* the one kind of call made, -1: the mix */
+static const char *arg_hostile;
 static Shared *shared;
 
-static uint64_t now_usec(void) {
+const char *arg_device, *arg_method, *arg_stop_file, *arg_dest;
+unsigned arg_timeout_sec = 30, arg_rate_hz = 100, arg_settle_ms = 2000;
+size_t arg_count, arg_connections = 100;
+bool arg_agent;
+
+uint64_t bus_load_now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
+
+#define now_usec bus_load_now_usec
 
 static void count_error(const char *name) {
         pthread_mutex_lock(&shared->lock);
@@ -79,7 +93,7 @@ static void count_error(const char *name) {
         pthread_mutex_unlock(&shared->lock);
 }
 
-static bool error_is_unanswered(const sd_bus_error *e, int r) {
+bool bus_load_error_is_unanswered(const sd_bus_error *e) {
         if (!sd_bus_error_is_set(e))
                 return true; /* a local failure: nothing came back */
         return sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT,
@@ -169,7 +183,7 @@ static int client(unsigned c, int start_fd) {
                         __atomic_add_fetch(&shared->ok, 1, __ATOMIC_RELAXED);
                 else {
                         count_error(sd_bus_error_is_set(&e) ? e.name : strerror(-r));
-                        if (error_is_unanswered(&e, r))
+                        if (bus_load_error_is_unanswered(&e))
                                 __atomic_add_fetch(&shared->unanswered, 1, __ATOMIC_RELAXED);
                         else if (arg_allow_missing && error_is_missing_device(&e))
                                 __atomic_add_fetch(&shared->expected_missing, 1, __ATOMIC_RELAXED);
@@ -178,7 +192,7 @@ static int client(unsigned c, int start_fd) {
                                         fprintf(stderr, "client %u call %u: %s: %s\n", c, i, e.name ?: "-",
                                                 e.message ?: strerror(-r));
                         }
-                        if (error_is_unanswered(&e, r) && (!sd_bus_is_open(bus) || r == -ECONNRESET))
+                        if (bus_load_error_is_unanswered(&e) && (!sd_bus_is_open(bus) || r == -ECONNRESET))
                                 return 1; /* the connection is gone: the rest would fail the same way */
                 }
                 __atomic_add_fetch(&shared->done, 1, __ATOMIC_RELAXED);
@@ -220,6 +234,16 @@ static int parse_argv(int argc, char **argv) {
                 { "apply", no_argument, NULL, 'a' },
                 { "list-only", no_argument, NULL, 'L' },
                 { "only", required_argument, NULL, 'O' },
+                { "hostile", required_argument, NULL, 'H' },
+                { "method", required_argument, NULL, 'M' },
+                { "count", required_argument, NULL, 'N' },
+                { "connections", required_argument, NULL, 'C' },
+                { "agent", no_argument, NULL, 'A' },
+                { "settle-ms", required_argument, NULL, 'S' },
+                { "monitor", no_argument, NULL, 'W' },
+                { "rate-hz", required_argument, NULL, 'R' },
+                { "stop-file", required_argument, NULL, 'F' },
+                { "dest", required_argument, NULL, 'D' },
                 {},
         };
         int c;
@@ -261,9 +285,43 @@ static int parse_argv(int argc, char **argv) {
                         else
                                 return -EINVAL;
                         break;
+                case 'H':
+                        arg_hostile = optarg;
+                        break;
+                case 'M':
+                        arg_method = optarg;
+                        break;
+                case 'N':
+                        arg_count = (size_t) strtoull(optarg, NULL, 10);
+                        break;
+                case 'C':
+                        arg_connections = (size_t) strtoull(optarg, NULL, 10);
+                        break;
+                case 'A':
+                        arg_agent = true;
+                        break;
+                case 'S':
+                        arg_settle_ms = (unsigned) atoi(optarg);
+                        break;
+                case 'W':
+                        arg_monitor = true;
+                        break;
+                case 'R':
+                        arg_rate_hz = (unsigned) atoi(optarg);
+                        break;
+                case 'F':
+                        arg_stop_file = optarg;
+                        break;
+                case 'D':
+                        arg_dest = optarg;
+                        break;
                 default:
                         return -EINVAL;
                 }
+        if (arg_monitor)
+                return 0;
+        if (arg_hostile && arg_device && arg_connections > 0 && arg_timeout_sec > 0)
+                return 0;
         if (!arg_device || arg_clients == 0 || arg_clients > 1024 || arg_calls == 0 || arg_writes > 100 ||
             arg_timeout_sec == 0) {
                 fprintf(stderr, "usage: bus-load --device=NAME [--clients=N] [--calls=N] [--writes=PERCENT] "
@@ -282,6 +340,8 @@ int main(int argc, char **argv) {
 
         if (parse_argv(argc, argv) < 0)
                 return 2;
+        if (arg_monitor || arg_hostile)
+                return bus_hostile_main(arg_monitor ? NULL : arg_hostile);
         total = (size_t) arg_clients * arg_calls;
         size = sizeof(Shared) + total * sizeof(uint32_t);
         shared = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

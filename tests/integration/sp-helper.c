@@ -19,6 +19,11 @@
  *       Mounts a tmpfs on DIR and unmounts it again, COUNT times, pausing PAUSE_US
  *       microseconds after each pair (default 0). Prints "pairs=N elapsed_ms=N".
  *
+ *   sp-helper fuse-mount SOURCE DIR
+ *       Mounts a FUSE filesystem of type fuse.sptest on DIR whose source string is SOURCE (what
+ *       `fusermount -o fsname=/dev/sda1` lets any user do), then closes the FUSE device: no
+ *       daemon serves it, every access fails at once (ENOTCONN) until it is unmounted.
+ *
  *   sp-helper notify-listen SOCKET
  *       Receives sd_notify() datagrams on the unix socket SOCKET (created; give it to the
  *       daemon as NOTIFY_SOCKET) and prints each assignment on its own line, flushed, until
@@ -132,6 +137,23 @@ static int do_mount_storm(const char *dir, int count, int pause_us) {
         return 0;
 }
 
+static int do_fuse_mount(const char *source, const char *dir) {
+        char options[128];
+        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+        if (fd < 0) {
+                fprintf(stderr, "fuse-mount: /dev/fuse: %m\n");
+                return 1;
+        }
+        snprintf(options, sizeof options, "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+        if (mount(source, dir, "fuse.sptest", MS_NOSUID | MS_NODEV, options) < 0) {
+                fprintf(stderr, "fuse-mount: mount %s: %m\n", dir);
+                return 1;
+        }
+        close(fd);
+        return 0;
+}
+
 static int do_notify_listen(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         char buf[4096];
@@ -168,11 +190,13 @@ int main(int argc, char *argv[]) {
                 return do_loop_remove(atoi(argv[2]));
         if ((argc == 4 || argc == 5) && strcmp(argv[1], "mount-storm") == 0 && atoi(argv[3]) > 0)
                 return do_mount_storm(argv[2], atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0);
+        if (argc == 4 && strcmp(argv[1], "fuse-mount") == 0)
+                return do_fuse_mount(argv[2], argv[3]);
         if (argc == 3 && strcmp(argv[1], "notify-listen") == 0)
                 return do_notify_listen(argv[2]);
         fprintf(stderr,
                 "usage: %s rewrite FILE COUNT | loop-remove N | mount-storm DIR COUNT [PAUSE_US] | "
-                "notify-listen SOCKET\n",
+                "fuse-mount SOURCE DIR | notify-listen SOCKET\n",
                 argv[0]);
         return 2;
 }

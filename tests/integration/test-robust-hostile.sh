@@ -1,0 +1,191 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Hostile callers (issue 15): an unprivileged local user tries to stop the daemon serving
+# everyone, on the private system bus with the real polkitd. As uid 65534 (bus-load
+# --hostile):
+#
+# 1. DumpJSON and Apply with a name array of 200,000 names (2.4 MB): each answered with an
+#    error (InvalidArgs: more names than disks) within 1 s.
+# 2. A name of 1 MiB to GetDevice, SetDevicePolicy, DumpJSON and Apply: InvalidName within
+#    1 s (the message quotes the name cut on a character boundary: the cut at 64 bytes falls
+#    inside a 2-byte character).
+# 3. 10,000 SetDevicePolicy calls at once over 100 connections, with a polkit agent of the
+#    caller's that never answers (so polkit keeps what it hands to it pending): the daemon
+#    holds at most SP_HOSTILE_MAX_HELD (16) checks of one user and answers every other call
+#    with an error; meanwhile another user's call still gets polkit's own answer; when the
+#    agent goes away, the held ones are answered within 1 s.
+#
+# Throughout, another client calls ListDevices 100 times a second whether or not the earlier
+# calls were answered (open loop, bus-load --monitor): none fails; p99 under 50 ms during 1
+# and 2. A storm of 10,000 calls costs dbus-daemon itself about a second on two loaded cores
+# (it routes 20,000 messages, one at a time): during 3 every client of the bus waits, whatever
+# the daemon does. So the storm is also sent, side by side, to a name nobody owns (dbus-daemon
+# answers it alone: the floor), and the storm at the daemon must answer every call, and keep
+# ListDevices' p99, within max(1 s, 3 x the floor) (the old daemon: 7 x). The daemon's RSS after
+# all of it is within 1 MiB of before. Every failed check is reported, then the test fails (so
+# that a run against an older daemon prints all its figures).
+#
+# Usage: test-robust-hostile.sh [STABLEPAGESD [STABLEPAGESCTL]]   (root; exit 77 = skipped)
+# Environment: SP_HOSTILE_PARTS (default "names long-name storm": the parts to run).
+source "$(dirname "$0")/robust-lib.sh"
+robust_setup --bus-polkit "$@"
+command -v setpriv >/dev/null || sp_skip "setpriv is not installed"
+other_user=$(getent passwd daemon bin sys www-data | head -n1 | cut -d: -f1)
+[ -n "$other_user" ] || sp_skip "no second unprivileged user (daemon, bin, sys, www-data) to call during the storm"
+[ -x "${SP_BUS_LOAD:-}" ] || sp_skip "no bus-load client (\$SP_BUS_LOAD, built by meson)"
+NAMES=${SP_HOSTILE_NAMES:-200000}
+STORM=${SP_HOSTILE_STORM:-10000}
+MAX_HELD=${SP_HOSTILE_MAX_HELD:-16}
+ANSWER_MS=1000
+P99_MS=50
+
+n=$(sp_free_loop_number)
+loop=loop$n
+sp_loop_attach "$n" 16M
+sp_config "[Manager]
+Devices=$loop
+RescanSec=0"
+robust_daemon_start
+
+fails=0
+bad() {
+        echo "FAIL: $*" >&2
+        fails=$((fails + 1))
+}
+field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | head -n1; }
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+hostile() { as_nobody "$SP_BUS_LOAD" --device="$loop" --timeout-sec=120 "$@"; }
+max() { echo $(($1 > $2 ? $1 : $2)); }
+
+# monitor_start / monitor_stop: the open-loop ListDevices client; monitor_stop sets mon to its
+# summary line.
+monitor_start() {
+        rm -f "$SP_TMP/monitor.stop"
+        "$SP_BUS_LOAD" --monitor --rate-hz=100 --stop-file="$SP_TMP/monitor.stop" --timeout-sec=120 \
+                >"$SP_TMP/monitor.out" 2>&1 &
+        monitor=$!
+        sp_defer "touch '$SP_TMP/monitor.stop'"
+        sleep 0.5
+}
+monitor_stop() {
+        sleep 0.5
+        touch "$SP_TMP/monitor.stop"
+        wait "$monitor" || true
+        mon=$(cat "$SP_TMP/monitor.out")
+}
+
+# Warm up (the first calls allocate what every later one reuses), then the baseline.
+for _ in 1 2 3; do robust_call ListDevices >/dev/null && robust_call DumpJSON array:string: uint64:0 >/dev/null; done
+rss_before=$(robust_rss "$SP_PID")
+
+# expect_error WANT LINE: the line of a one-call hostile mode answered with error WANT in time.
+expect_error() {
+        local want=$1 line=$2 what
+        what="$(field hostile "$line") $(field method "$line") ($(field count "$line"))"
+        sp_log "$line"
+        if [ "$(field answered "$line")" != 1 ] || [ "$(field error "$line")" != "$want" ]; then
+                bad "$what: answered with $(field error "$line"), want $want"
+        fi
+        if ! [ "$(field latency_us "$line")" -le $((ANSWER_MS * 1000)) ] 2>/dev/null; then
+                bad "$what: answered after $(field latency_us "$line") us, more than $ANSWER_MS ms"
+        fi
+}
+
+PARTS=" ${SP_HOSTILE_PARTS:-names long-name storm} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+
+monitor_start
+# 1. Huge name arrays.
+part names && for method in DumpJSON Apply; do
+        expect_error org.freedesktop.DBus.Error.InvalidArgs \
+                "$(hostile --hostile=names --method=$method --count="$NAMES" 2>&1)"
+done
+# 2. A 1 MiB name.
+part long-name && for method in GetDevice SetDevicePolicy DumpJSON Apply; do
+        expect_error org.stablepages1.Error.InvalidName \
+                "$(hostile --hostile=long-name --method=$method --count=1048576 2>&1)"
+done
+monitor_stop
+sp_log "ListDevices during the huge calls: $mon"
+if [ "$(field failed "$mon")" != 0 ] || ! [ "$(field p99_us "$mon")" -lt $((P99_MS * 1000)) ]; then
+        bad "ListDevices during the huge calls: p99 $(field p99_us "$mon") us (want < $P99_MS ms), $(field failed "$mon") failed"
+fi
+
+# 3. The polkit storm, after the same storm at a name nobody owns (the bus's own cost).
+storm() {
+        local floor_line floor_max floor_p99 limit_us head_line before after held rc start other other_ms
+        monitor_start
+        hostile --hostile=storm --count="$STORM" --connections=100 --dest=org.stablepages1.NoOne \
+                --settle-ms=500 >"$SP_TMP/floor.out" 2>&1 || true
+        monitor_stop
+        floor_line=$(grep '^storm phase=before-release' "$SP_TMP/floor.out") || true
+        floor_max=$(field max_us "$floor_line")
+        floor_p99=$(field p99_us "$mon")
+        sp_log "floor (the storm at a name nobody owns): answers $floor_line; ListDevices $mon"
+        if [ -z "$floor_max" ] || [ -z "$floor_p99" ]; then
+                bad "the floor storm gave no figures"
+                return
+        fi
+
+        monitor_start
+        hostile --hostile=storm --count="$STORM" --connections=100 --agent --stop-file="$SP_TMP/storm.release" \
+                >"$SP_TMP/storm.out" 2>&1 &
+        storm=$!
+        sp_defer "touch '$SP_TMP/storm.release'; kill $storm"
+        sp_wait_for 120000 "the storm's held line" grep -q held= "$SP_TMP/storm.out" >/dev/null
+        # Another user, while the storm's checks are held: polkit decides (no agent: not authorized).
+        # (A user that exists: dbus-daemon refuses connections of uids without a passwd entry.)
+        start=$(sp_now_ms)
+        other=$(setpriv --reuid="$other_user" --regid="$other_user" --clear-groups -- busctl --system --timeout=30 call \
+                org.stablepages1 /org/stablepages1 org.stablepages1.Manager SetDevicePolicy sst "$loop" on 1 2>&1) || true
+        other_ms=$(($(sp_now_ms) - start))
+        sp_log "another user during the storm: ${other_ms} ms: $other"
+        if ! grep -q "not authorized for org.stablepages1" <<<"$other" || ((other_ms > ANSWER_MS)); then
+                bad "another user's call during the storm was not decided by polkit within $ANSWER_MS ms (${other_ms} ms): $other"
+        fi
+        touch "$SP_TMP/storm.release"
+        rc=0
+        wait "$storm" || rc=$?
+        monitor_stop
+        sed 's/^/# /' "$SP_TMP/storm.out"
+        head_line=$(grep '^storm calls=' "$SP_TMP/storm.out") || true
+        before=$(grep '^storm phase=before-release' "$SP_TMP/storm.out") || true
+        after=$(grep '^storm phase=after-release' "$SP_TMP/storm.out") || true
+        held=$(field held "$head_line")
+        limit_us=$(max $((ANSWER_MS * 1000)) $((3 * floor_max)))
+        sp_log "storm: the calls not held answered within $(field max_us "$before") us (floor $floor_max us," \
+                "limit $limit_us us); ListDevices p99 $(field p99_us "$mon") us (floor $floor_p99 us)"
+        if [ "$rc" -ne 0 ] || [ "$(grep '^storm unanswered=' "$SP_TMP/storm.out")" != "storm unanswered=0" ]; then
+                bad "storm: not every call was answered (exit $rc)"
+        fi
+        if [ -z "$held" ] || ((held > MAX_HELD)); then
+                bad "storm: ${held:-?} checks held for one user, at most $MAX_HELD allowed"
+        fi
+        if [ "$(field answered "$before")" != $((STORM - ${held:-0})) ] || [ "$(field replies "$before")" != 0 ] ||
+                ! [ "$(field max_us "$before")" -le "$limit_us" ]; then
+                bad "storm: the calls not held were not all answered with an error within $limit_us us: $before"
+        fi
+        if [ "$(field answered "$after")" != "${held:-?}" ] || [ "$(field replies "$after")" != 0 ] ||
+                ! [ "$(field max_us "$after")" -le $((ANSWER_MS * 1000)) ]; then
+                bad "storm: the held calls were not all answered with an error within $ANSWER_MS ms of polkit's answer: $after"
+        fi
+        limit_us=$(max $((P99_MS * 1000)) $((3 * floor_p99)))
+        if [ "$(field failed "$mon")" != 0 ] || ! [ "$(field p99_us "$mon")" -le "$limit_us" ]; then
+                bad "ListDevices during the storm: p99 $(field p99_us "$mon") us (limit $limit_us us), $(field failed "$mon") failed"
+        fi
+}
+if part storm; then storm; fi
+
+# The daemon's memory, once the bus is quiet (the daemon gives memory back 1 s after a burst).
+kill -0 "$SP_PID" 2>/dev/null || sp_fail "the daemon died ($fails other check(s) failed)"
+robust_call ListDevices >/dev/null || bad "the daemon does not answer after the storm"
+sleep 2
+rss_after=$(robust_rss "$SP_PID")
+sp_log "daemon RSS: $rss_before KiB before, $rss_after KiB after"
+if ((rss_after - rss_before > 1024)); then
+        bad "the daemon's RSS grew by $((rss_after - rss_before)) KiB (more than 1 MiB)"
+fi
+
+[ "$fails" -eq 0 ] || sp_fail "$fails check(s) failed"
+sp_daemon_stop
+sp_log "robust-hostile: ok"
