@@ -817,7 +817,8 @@ static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
         return &l[m->n_stalls++];
 }
 
-/* Takes the probe's counters of every disk with waits into the windows. */
+/* Takes the probe's counters of every disk with waits into the windows; now is CLOCK_BOOTTIME
+ * (a step of the wall clock must neither pile snapshots up nor empty the window). */
 static int manager_sample_stalls(Manager *m, uint64_t now) {
         _cleanup_free_ StallStats *list = NULL;
         size_t n = 0;
@@ -879,8 +880,9 @@ static void manager_forget_stalls(Manager *m) {
         }
 }
 
-/* Runs the adaptive policy on one disk's window; true when what was learned changed. */
-static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
+/* Runs the adaptive policy on one disk's window; true when what was learned changed. now_boot
+ * (CLOCK_BOOTTIME) times the window, now (CLOCK_REALTIME) what is kept across boots. */
+static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint64_t now_boot) {
         const Config *c = &m->engine.config;
         const char *name = d->facts->name;
         _cleanup_(adapt_decision_done) AdaptDecision dec = {};
@@ -903,7 +905,9 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
                 .need_reason = d->class.reasons ? d->class.reasons[0] : NULL,
                 .learned = d->learned,
                 .last_change_usec = d->learned_since_usec,
-                .last_over_usec = s->last_over_usec,
+                /* The policy's clock is the wall clock of the learned record: the age, by
+                 * CLOCK_BOOTTIME, of the last window over the budget on that clock. */
+                .last_over_usec = s->last_over_usec == 0 ? 0 : now - MIN(now, now_boot - s->last_over_usec),
                 .measured = manager_stall_mode(m) == STALL_PROBE_BPF && win.has_durations,
                 .count = win.count,
                 .p99_usec = p99,
@@ -920,7 +924,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now) {
         if (dec.over && !s->over && !dec.changed)
                 log_info("%s: %s.", name, dec.reason); /* the cost of a disk that is not relaxed */
         if (dec.over)
-                s->last_over_usec = now;
+                s->last_over_usec = now_boot;
         s->over = dec.over;
         free(s->reason);
         s->reason = TAKE_PTR(dec.reason);
@@ -986,18 +990,18 @@ static void manager_log_stall_losses(Manager *m) {
 /* One poll: sample the probe, run the adaptive policy on every disk, reconcile when it
  * learned something. */
 static void manager_poll_stalls(Manager *m) {
-        uint64_t now = now_usec_realtime();
+        uint64_t now = now_usec_realtime(), now_boot = now_usec_boottime();
         bool changed = false;
         int r;
 
         manager_forget_stalls(m);
-        r = manager_sample_stalls(m, now);
+        r = manager_sample_stalls(m, now_boot);
         if (r < 0 && r != -EOPNOTSUPP)
                 log_warning_errno(r, "Cannot read the stall probe: %m");
         manager_log_stall_losses(m);
-        m->stall_poll_usec = now;
+        m->stall_poll_usec = now_boot;
         for (size_t i = 0; i < manager_n_devices(m); i++) {
-                r = manager_adapt_device(m, manager_device(m, i), now);
+                r = manager_adapt_device(m, manager_device(m, i), now, now_boot);
                 if (r < 0) {
                         log_oom();
                         return;
@@ -1386,7 +1390,7 @@ static int on_probe_start(sd_event_source *s, void *userdata) {
                 log_error_errno(r, "Cannot set up the stall probe, nothing is measured: %m");
                 return 0;
         }
-        m->stall_poll_usec = now_usec_realtime();
+        m->stall_poll_usec = now_usec_boottime();
         log_full(manager_stall_mode(m) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING, "Stall probe: %s (%s).",
                  stall_probe_mode_to_string(manager_stall_mode(m)), manager_stall_reason(m));
         r = manager_arm_stall_timers(m);

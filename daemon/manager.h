@@ -71,7 +71,7 @@ typedef struct DeviceStalls {
         StallWindow window;      /* snapshots for StallWindowSec= */
         StallStats total;        /* since the probe started or was last reset */
         StallStats last;         /* the waits of the window at the last poll */
-        uint64_t last_over_usec; /* CLOCK_REALTIME of the last window over the budget, 0 never */
+        uint64_t last_over_usec; /* CLOCK_BOOTTIME of the last window over the budget, 0 never */
         bool over;               /* the last window was over the budget */
         char *reason;            /* policy_adapt()'s sentence at the last poll */
 } DeviceStalls;
@@ -97,7 +97,7 @@ struct Manager {
         int metrics_error;    /* of the last MetricsFile= write: logged when it changes */
         DeviceStalls *stalls; /* disks the probe or the policy looked at */
         size_t n_stalls;
-        uint64_t stall_poll_usec; /* CLOCK_REALTIME of the last poll, 0 before the first */
+        uint64_t stall_poll_usec; /* CLOCK_BOOTTIME of the last poll, 0 before the first */
         StallStats *live;         /* the probe's counts read in the event loop iteration */
         size_t n_live;            /* live_usec (CLOCK_MONOTONIC of that iteration) */
         uint64_t live_usec;

@@ -365,6 +365,10 @@ uint64_t now_usec_realtime(void) {
         return now_usec(CLOCK_REALTIME);
 }
 
+uint64_t now_usec_boottime(void) {
+        return now_usec(CLOCK_BOOTTIME);
+}
+
 void json_print_string(FILE *f, const char *s) {
         _cleanup_free_ char *escaped = NULL;
 

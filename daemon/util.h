@@ -100,9 +100,11 @@ int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_si
 /* mkdir -p with mode for every created component. Returns 0 or -errno. */
 int mkdir_p(const char *path, mode_t mode);
 
-/* CLOCK_MONOTONIC / CLOCK_REALTIME in microseconds. */
+/* CLOCK_MONOTONIC / CLOCK_REALTIME / CLOCK_BOOTTIME (monotonic, counting suspend) in
+ * microseconds. */
 uint64_t now_usec_monotonic(void);
 uint64_t now_usec_realtime(void);
+uint64_t now_usec_boottime(void);
 
 /* Escapes s as a JSON string (with quotes) onto f. */
 void json_print_string(FILE *f, const char *s);
