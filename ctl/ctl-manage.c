@@ -121,15 +121,19 @@ int verb_apply(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
         int ret = EXIT_OK;
 
         int r = daemon_bus("apply", &bus);
         if (r != EXIT_OK)
                 return r;
+        r = ctl_resolve_names(bus, argc, argv, &disks);
+        if (r != EXIT_OK)
+                return r;
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
         r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Apply");
         if (r >= 0)
-                r = sd_bus_message_append_strv(m, argv);
+                r = sd_bus_message_append_strv(m, disks);
         if (r >= 0)
                 r = sd_bus_message_append(m, "t", arg_remount ? APPLY_FLAG_REMOUNT : UINT64_C(0));
         if (r < 0)

@@ -148,8 +148,7 @@ static int status_local(int argc, char **argv) {
         return EXIT_OK;
 }
 
-/* Maps each name (disk or partition) to its disk through the daemon. */
-static int resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
+int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
         _cleanup_strv_free_ char **disks = NULL;
 
         for (int i = 0; i < argc; i++) {
@@ -168,7 +167,7 @@ static int resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
                 r = sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk);
                 if (r <= 0)
                         return log_error("Bad device path %s.", path), EXIT_FAIL;
-                if (strv_extend(&disks, disk) < 0)
+                if (!strv_contains(disks, disk) && strv_extend(&disks, disk) < 0)
                         return log_oom(), EXIT_FAIL;
         }
         *ret = TAKE_PTR(disks);
@@ -233,7 +232,7 @@ int verb_status(int argc, char **argv) {
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return status_local(argc, argv);
 
-        r = resolve_names(bus, argc, argv, &disks);
+        r = ctl_resolve_names(bus, argc, argv, &disks);
         if (r != EXIT_OK)
                 return r;
 

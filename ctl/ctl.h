@@ -32,6 +32,10 @@ bool ctl_daemon_running(sd_bus *bus);
 /* Prints "VERB: message" for a failed call and returns the exit code it maps to. */
 int ctl_call_error(const char *what, const sd_bus_error *error, int r);
 
+/* Maps each name (disk or partition) to its disk through the daemon, each disk once (the
+ * daemon takes at most one name per disk). Returns an exit code (errors printed). */
+int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret);
+
 /* Starts a pager when stdout is a terminal (unless --no-pager). */
 void ctl_pager_open(void);
 

@@ -10,7 +10,7 @@ CTL=${2:-${STABLEPAGESCTL:-stablepagesctl}}
 SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (loop devices, polkitd, a system bus)"; exit 77; }
-for t in dbus-daemon busctl setpriv losetup python3; do
+for t in dbus-daemon busctl setpriv losetup python3 jq; do
         command -v $t >/dev/null || { echo "SKIP: $t missing"; exit 77; }
 done
 [ -x /usr/lib/polkit-1/polkitd ] || { echo "SKIP: polkitd missing"; exit 77; }
@@ -124,6 +124,10 @@ for s in status:
         assert s[key] == d[key], (s["name"], key, s[key], d[key])
     assert "mounts" in s
 PY
+
+# 4b. A disk named twice is one disk (the daemon takes at most one name per disk).
+out=$("$CTL" --json=short status "$loop" "$loop" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(jq length <<<"$out")" = 1 ] || fail "status of $loop twice: rc=$rc: $out"
 
 # 5. Bad input over the bus: each gets the documented error; the daemon keeps answering.
 # dbus-send prints the error name, so the test asserts names, not only failure.
