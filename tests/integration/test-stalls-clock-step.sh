@@ -46,7 +46,11 @@ shifted=$(LD_PRELOAD=$REALTIME_SHIFT SP_REALTIME_SHIFT_FILE=$shift_file date +%s
 (((real - shifted) >= 3590 && (real - shifted) <= 3610)) || sp_fail "realtime-shift.so does not step the clock: $real vs $shifted"
 echo 0 >"$shift_file"
 
-SP_DAEMON_ENV="LD_PRELOAD=$REALTIME_SHIFT SP_REALTIME_SHIFT_FILE=$shift_file" stalls_daemon_start
+# An ASan build wants its runtime first among the preloaded libraries.
+preload=$REALTIME_SHIFT
+asan=$(ldd "$SP_BIN" | awk '$1 ~ /^libasan/ { print $3 }')
+[ -z "$asan" ] || preload="$asan:$preload"
+SP_DAEMON_ENV="LD_PRELOAD=$preload SP_REALTIME_SHIFT_FILE=$shift_file" stalls_daemon_start
 probe=$(busctl --system get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager StallProbe | cut -d'"' -f2)
 [ "$probe" != unavailable ] || sp_skip "the stall probe is unavailable here"
 window() { stalls_dev_prop "$loop" StallWindowCount; }
