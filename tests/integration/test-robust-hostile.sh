@@ -38,6 +38,10 @@ STORM=${SP_HOSTILE_STORM:-10000}
 MAX_HELD=${SP_HOSTILE_MAX_HELD:-16}
 ANSWER_MS=1000
 P99_MS=50
+# An ASan build is a correctness run: it answers many times slower, and holds freed memory in
+# quarantine. Its figures are printed; only what must hold whatever the speed is checked.
+asan=false
+ldd "$SP_BIN" 2>/dev/null | grep -q libasan && asan=true
 
 n=$(sp_free_loop_number)
 loop=loop$n
@@ -86,7 +90,7 @@ expect_error() {
         if [ "$(field answered "$line")" != 1 ] || [ "$(field error "$line")" != "$want" ]; then
                 bad "$what: answered with $(field error "$line"), want $want"
         fi
-        if ! [ "$(field latency_us "$line")" -le $((ANSWER_MS * 1000)) ] 2>/dev/null; then
+        if ! $asan && ! [ "$(field latency_us "$line")" -le $((ANSWER_MS * 1000)) ] 2>/dev/null; then
                 bad "$what: answered after $(field latency_us "$line") us, more than $ANSWER_MS ms"
         fi
 }
@@ -107,7 +111,7 @@ part long-name && for method in GetDevice SetDevicePolicy DumpJSON Apply; do
 done
 monitor_stop
 sp_log "ListDevices during the huge calls: $mon"
-if [ "$(field failed "$mon")" != 0 ] || ! [ "$(field p99_us "$mon")" -lt $((P99_MS * 1000)) ]; then
+if [ "$(field failed "$mon")" != 0 ] || { ! $asan && ! [ "$(field p99_us "$mon")" -lt $((P99_MS * 1000)) ]; }; then
         bad "ListDevices during the huge calls: p99 $(field p99_us "$mon") us (want < $P99_MS ms), $(field failed "$mon") failed"
 fi
 
@@ -140,7 +144,7 @@ storm() {
                 org.stablepages1 /org/stablepages1 org.stablepages1.Manager SetDevicePolicy sst "$loop" on 1 2>&1) || true
         other_ms=$(($(sp_now_ms) - start))
         sp_log "another user during the storm: ${other_ms} ms: $other"
-        if ! grep -q "not authorized for org.stablepages1" <<<"$other" || ((other_ms > ANSWER_MS)); then
+        if ! grep -q "not authorized for org.stablepages1" <<<"$other" || { ! $asan && ((other_ms > ANSWER_MS)); }; then
                 bad "another user's call during the storm was not decided by polkit within $ANSWER_MS ms (${other_ms} ms): $other"
         fi
         touch "$SP_TMP/storm.release"
@@ -153,6 +157,7 @@ storm() {
         after=$(grep '^storm phase=after-release' "$SP_TMP/storm.out") || true
         held=$(field held "$head_line")
         limit_us=$(max $((ANSWER_MS * 1000)) $((3 * floor_max)))
+        ! $asan || limit_us=$((limit_us * 1000))
         sp_log "storm: the calls not held answered within $(field max_us "$before") us (floor $floor_max us," \
                 "limit $limit_us us); ListDevices p99 $(field p99_us "$mon") us (floor $floor_p99 us)"
         if [ "$rc" -ne 0 ] || [ "$(grep '^storm unanswered=' "$SP_TMP/storm.out")" != "storm unanswered=0" ]; then
@@ -166,10 +171,11 @@ storm() {
                 bad "storm: the calls not held were not all answered with an error within $limit_us us: $before"
         fi
         if [ "$(field answered "$after")" != "${held:-?}" ] || [ "$(field replies "$after")" != 0 ] ||
-                ! [ "$(field max_us "$after")" -le $((ANSWER_MS * 1000)) ]; then
+                { ! $asan && ! [ "$(field max_us "$after")" -le $((ANSWER_MS * 1000)) ]; }; then
                 bad "storm: the held calls were not all answered with an error within $ANSWER_MS ms of polkit's answer: $after"
         fi
         limit_us=$(max $((P99_MS * 1000)) $((3 * floor_p99)))
+        ! $asan || limit_us=$((limit_us * 1000))
         if [ "$(field failed "$mon")" != 0 ] || ! [ "$(field p99_us "$mon")" -le "$limit_us" ]; then
                 bad "ListDevices during the storm: p99 $(field p99_us "$mon") us (limit $limit_us us), $(field failed "$mon") failed"
         fi
@@ -182,7 +188,9 @@ robust_call ListDevices >/dev/null || bad "the daemon does not answer after the 
 sleep 2
 rss_after=$(robust_rss "$SP_PID")
 sp_log "daemon RSS: $rss_before KiB before, $rss_after KiB after"
-if ((rss_after - rss_before > 1024)); then
+if $asan; then
+        sp_log "RSS not checked in an ASan build (it keeps freed memory in quarantine; LeakSanitizer checks at exit)"
+elif ((rss_after - rss_before > 1024)); then
         bad "the daemon's RSS grew by $((rss_after - rss_before)) KiB (more than 1 MiB)"
 fi
 
