@@ -1414,11 +1414,13 @@ int manager_start(Manager *m) {
         r = remount_new(m, &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
-        /* The probe loads BPF programs (~20 ms of CPU, far more under valgrind):
-         * after READY=1, first thing in the event loop. */
+        /* The probe loads BPF programs (~20 ms of CPU, far more under valgrind): after READY=1
+         * (manager_notify_ready() enables it), first thing in the event loop then. */
         r = sd_event_add_defer(m->event, &m->probe_start, on_probe_start, m);
         if (r >= 0)
                 r = sd_event_source_set_priority(m->probe_start, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->probe_start, SD_EVENT_OFF);
         if (r < 0)
                 return log_error_errno(r, "Cannot schedule the start of the stall probe: %m");
         (void) sd_event_source_set_description(m->probe_start, "probe-start");
@@ -1438,6 +1440,8 @@ int manager_start(Manager *m) {
 
 void manager_notify_ready(Manager *m) {
         manager_notify_status(m, "READY=1\n");
+        if (m->probe_start)
+                (void) sd_event_source_set_enabled(m->probe_start, SD_EVENT_ONESHOT);
 }
 
 int manager_run(Manager *m) {

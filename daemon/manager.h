@@ -118,11 +118,11 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 /* Starts the monitors, reconciles once and arms the rescan timer; the stall probe starts
- * first thing in the event loop. Returns 0 or -errno. */
+ * first thing in the event loop after manager_notify_ready(). Returns 0 or -errno. */
 int manager_start(Manager *m);
 
-/* Tells the service manager READY=1 (and the status): call when the daemon serves, that is
- * once it owns its bus name. */
+/* Tells the service manager READY=1 (and the status) and lets the stall probe start: call
+ * when the daemon serves, that is once it owns its bus name. */
 void manager_notify_ready(Manager *m);
 
 /* Runs the event loop until SIGTERM/SIGINT. Returns 0 or -errno. */
