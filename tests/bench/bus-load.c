@@ -15,10 +15,12 @@
  *
  * Usage: bus-load --device=NAME [--clients=32] [--calls=500] [--writes=20] [--pid=PID]
  *                 [--timeout-sec=30] [--allow-missing] [--apply] [--list-only] [--only=stalls|getall]
+ *                 [--stop-file=PATH]
  * Prints one "key=value ..." summary line and one "error NAME COUNT" line per error name.
  * --allow-missing counts NoSuchDevice/UnknownObject errors as expected (a device removed
- * while the calls run). Exit status: 0 when every call was answered and (without
- * --allow-missing) none failed, 1 otherwise, 2 on usage errors.
+ * while the calls run). --stop-file makes the clients call until PATH exists (--calls is then
+ * the number of latencies kept per client, the last ones). Exit status: 0 when every call was
+ * answered and (without --allow-missing) none failed, 1 otherwise, 2 on usage errors.
  *
  * Hostile callers and the open-loop latency monitor (bus-hostile.c):
  *        bus-load --device=NAME --hostile=names|long-name|storm [--method=M] [--count=N]
@@ -168,7 +170,9 @@ static int client(unsigned c, int start_fd) {
         if (read(start_fd, &go, 1) < 0) /* all start together: EOF when the parent closes */
                 return 1;
 
-        for (unsigned i = 0; i < arg_calls; i++) {
+        /* With --stop-file, the calls go on (their latencies in a ring of --calls per client) until
+         * the file exists. */
+        for (unsigned i = 0; arg_stop_file ? access(arg_stop_file, F_OK) < 0 : i < arg_calls; i++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
                 /* Writes: every (100 / writes)-th call; set and reset alternate. */
                 bool write = arg_writes > 0 && (i * arg_writes) / 100 != ((i + 1) * arg_writes) / 100;
@@ -177,7 +181,7 @@ static int client(unsigned c, int start_fd) {
 
                 r = one_call(bus, k, i + c, &e);
                 uint64_t dt = now_usec() - t0;
-                shared->latency_usec[(size_t) c * arg_calls + i] =
+                shared->latency_usec[(size_t) c * arg_calls + i % arg_calls] =
                         dt > UINT32_MAX ? UINT32_MAX : (uint32_t) dt;
                 if (r >= 0)
                         __atomic_add_fetch(&shared->ok, 1, __ATOMIC_RELAXED);
@@ -405,6 +409,8 @@ int main(int argc, char **argv) {
          * calls never made (total - done of them). */
         qsort(shared->latency_usec, total, sizeof(uint32_t), cmp_u32);
         const uint32_t *lat = shared->latency_usec + (total - n);
+        if (arg_stop_file) /* as many calls as were made; the latencies are the last of each client */
+                total = shared->done;
 #define PCT(p) (n ? lat[(size_t) ((double) (n - 1) * (p))] : 0)
         uint64_t sum = 0;
         for (size_t i = 0; i < n; i++)
