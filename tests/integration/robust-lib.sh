@@ -32,6 +32,17 @@ robust_setup() {
         SP_DAEMON_ENV="DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS ${SP_DAEMON_ENV:-}"
 }
 
+# robust_own_loop SIZE: a loop device of the test's own ($loop, $loop_n; removed at exit) and
+# a configuration in which the daemon manages it alone, without periodic rescans.
+robust_own_loop() {
+        loop_n=$(sp_free_loop_number)
+        loop=loop$loop_n
+        sp_loop_attach "$loop_n" "$1"
+        sp_config "[Manager]
+Devices=$loop
+RescanSec=0"
+}
+
 # True when org.stablepages1 has an owner on the private bus.
 robust_has_name() { busctl --system status org.stablepages1 >/dev/null 2>&1; }
 

@@ -49,6 +49,17 @@ stalls_zram_throttled() {
         stalls_throttle "$zram" 10
 }
 
+# stalls_loop_mounted SIZE: a loop device of the test's own ($loop, removed at exit) with ext4
+# mounted on $mnt with stable writes captured (stalls_mount_flag1).
+stalls_loop_mounted() {
+        local n
+        n=$(sp_free_loop_number)
+        loop=loop$n
+        sp_loop_attach "$n" "$1"
+        mnt=$SP_TMP/mnt
+        stalls_mount_flag1 "$loop" "$mnt"
+}
+
 # stalls_write FILE ITERATIONS: runs stall-writer in the throttled cgroup; prints its line.
 stalls_write() {
         sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$SP_CG" \

@@ -10,12 +10,7 @@
 source "$(dirname "$0")/robust-lib.sh"
 robust_setup --bus "$@"
 
-n=$(sp_free_loop_number)
-loop=loop$n
-sp_loop_attach "$n" 16M
-sp_config "[Manager]
-Devices=$loop
-RescanSec=0"
+robust_own_loop 16M
 
 # shellcheck disable=SC2154 # bus_pids: bus-lib.sh, the bus first
 bus=${bus_pids[0]}

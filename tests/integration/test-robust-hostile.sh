@@ -43,12 +43,7 @@ P99_MS=50
 asan=false
 ldd "$SP_BIN" 2>/dev/null | grep -q libasan && asan=true
 
-n=$(sp_free_loop_number)
-loop=loop$n
-sp_loop_attach "$n" 16M
-sp_config "[Manager]
-Devices=$loop
-RescanSec=0"
+robust_own_loop 16M
 robust_daemon_start
 
 fails=0
@@ -58,6 +53,7 @@ bad() {
 }
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | head -n1; }
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+# shellcheck disable=SC2154 # loop: robust_own_loop
 hostile() { as_nobody "$SP_BUS_LOAD" --device="$loop" --timeout-sec=120 "$@"; }
 max() { echo $(($1 > $2 ? $1 : $2)); }
 

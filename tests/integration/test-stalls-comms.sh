@@ -25,11 +25,7 @@ done
 . "$SRC/tests/integration/stalls-lib.sh"
 stalls_setup
 
-n=$(sp_free_loop_number)
-loop=loop$n
-sp_loop_attach "$n" 64M
-mnt=$SP_TMP/mnt
-stalls_mount_flag1 "$loop" "$mnt"
+stalls_loop_mounted 64M
 mkdir -p "$SP_TMP/metrics"
 sp_config "[Manager]
 Policy=observe
