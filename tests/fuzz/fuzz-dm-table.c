@@ -31,12 +31,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *s = NULL;
         _cleanup_strv_free_ char **lines = NULL;
         char *save = NULL;
+        size_t n = 0;
+
+        fuzz_check_escaping(data, size);
 
         if (size > 64 * 1024)
                 return 0;
         s = fuzz_string(data, size);
         for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-                if (strv_extend(&lines, l) < 0)
+                if (strv_extend_with_size(&lines, &n, l) < 0)
                         return 0;
 
         DmTable t = {};
