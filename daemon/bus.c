@@ -1060,12 +1060,13 @@ static int device_enumerate(sd_bus *bus, const char *path, void *userdata, char 
                             sd_bus_error *error) {
         BusService *b = userdata;
         _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
 
         for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
                 char *p = device_path(manager_device(b->manager, i)->facts->name);
                 if (!p)
                         return -ENOMEM;
-                int r = strv_extend(&l, p);
+                int r = strv_extend_with_size(&l, &n, p);
                 free(p);
                 if (r < 0)
                         return r;

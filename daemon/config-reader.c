@@ -423,6 +423,7 @@ int config_parse_file(Config *c, const char *path, ConfigDiags *diags) {
  * the problem reported. */
 static int list_dropins(const char *dir, char ***ret, ConfigDiags *diags) {
         _cleanup_strv_free_ char **names = NULL;
+        size_t n = 0;
         DIR *d;
         struct dirent *de;
         int r = 0;
@@ -453,7 +454,7 @@ static int list_dropins(const char *dir, char ***ret, ConfigDiags *diags) {
                 len = strlen(de->d_name);
                 if (de->d_name[0] == '.' || len <= 5 || !streq(de->d_name + len - 5, ".conf"))
                         continue;
-                if (strv_extend(&names, de->d_name) < 0) {
+                if (strv_extend_with_size(&names, &n, de->d_name) < 0) {
                         r = -ENOMEM;
                         break;
                 }

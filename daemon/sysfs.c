@@ -94,6 +94,7 @@ int sysfs_list_dir(const char *root, const char *path, char ***ret) {
 
 int sysfs_list_dir_at(int dirfd, const char *path, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
         int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
         DIR *d;
 
@@ -112,7 +113,7 @@ int sysfs_list_dir_at(int dirfd, const char *path, char ***ret) {
         for (struct dirent *de; (de = readdir(d));) {
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
-                if (strv_extend(&l, de->d_name) < 0) {
+                if (strv_extend_with_size(&l, &n, de->d_name) < 0) {
                         closedir(d);
                         return -ENOMEM;
                 }
