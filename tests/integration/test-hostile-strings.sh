@@ -14,7 +14,8 @@
 # 3. A FUSE mount whose source string is /dev/LOOP is not a filesystem on that disk: mounts map
 #    to disks by the superblock's device number, never by the source text.
 # 4. A loop device whose backing file has a Latin-1 name: `stablepagesd dump --json` prints
-#    valid UTF-8 JSON that shows the name escaped.
+#    valid UTF-8 JSON that shows the name escaped; `stablepagesctl set` on it is refused with an
+#    error that quotes the name escaped (a [Device] section cannot hold it: no stable id).
 #
 # Usage: test-hostile-strings.sh [STABLEPAGESD [STABLEPAGESCTL]]   (root; exit 77 = skipped)
 set -euo pipefail
@@ -140,6 +141,21 @@ losetup "/dev/loop$b" "$latin" || sp_fail "cannot attach loop$b"
 out=$("$SP_BIN" --config-dir="$SP_ETC" --runtime-dir="$SP_TMP/run2" dump --json) || bad "dump --json failed"
 valid_json "dump --json" <<<"$out"
 grep -qF 'caf\\xe9.img' <<<"$out" || bad "dump --json does not show caf\\xe9.img"
+# The same disk through the daemon (issue 14 binds persistent overrides to a loop device's
+# backing file): a path that is not UTF-8 cannot be written in a [Device] section, so the disk
+# has no StableId and `set` is refused, with an error that quotes the path escaped.
+dev=/org/stablepages1/device/loop$b
+sp_wait_for 10000 "loop$b seen by the daemon" busctl --system get-property org.stablepages1 "$dev" \
+        org.stablepages1.Device Name >/dev/null
+out=$(busctl --system --json=short get-property org.stablepages1 "$dev" org.stablepages1.Device StableId) ||
+        bad "property StableId failed: $out"
+[ "$(jq -r .data <<<"$out")" = "" ] || bad "StableId of loop$b: $out, want none"
+rc=0
+out=$("$CTL" --no-pager set "loop$b" on 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF "LOOP_BACKING_FILE=$SP_TMP/caf\\xe9.img cannot be written" <<<"$out" ||
+        bad "stablepagesctl set loop$b on: exit $rc, want 1 and the path escaped in the error: $out"
+out=$(call ListOverrides) || bad "ListOverrides failed: $out"
+valid_json "ListOverrides" <<<"$out"
 
 kill -0 "$SP_PID" 2>/dev/null || bad "the daemon died"
 [ "$fails" -eq 0 ] || sp_fail "$fails check(s) failed"
