@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -29,14 +30,20 @@ size_t strv_length(char *const *l) {
 }
 
 /* Takes value (freed on failure). *n, when given, is the length of *l: counting it is what made
- * appending n strings O(n^2); realloc() itself grows large arrays in place or by remapping. */
+ * appending n strings O(n^2). The array grows by doubling, and the room an allocation already
+ * has is asked of the allocator (malloc_usable_size(), as systemd's greedy_realloc()), whoever
+ * allocated it: appending n strings copies O(n) pointers in all, with any allocator (ASan's
+ * realloc() always copies). */
 static int strv_push(char ***l, size_t *n, char *value) {
         size_t len = n ? *n : strv_length(*l);
-        char **m = reallocarray(*l, len + 2, sizeof(char *));
+        char **m = *l;
 
-        if (!m) {
-                free(value);
-                return -ENOMEM;
+        if (!m || malloc_usable_size(m) / sizeof(char *) < len + 2) {
+                m = reallocarray(*l, MAX(len + 2, 2 * len), sizeof(char *));
+                if (!m) {
+                        free(value);
+                        return -ENOMEM;
+                }
         }
         m[len] = value;
         m[len + 1] = NULL;

@@ -19,9 +19,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
 /* Number of strings in l (0 for NULL). */
 size_t strv_length(char *const *l);
 
-/* Appends a copy of value to *l. When n is not NULL it holds the length of *l (and is updated):
- * appending is then amortised O(1), where without it each call counts the strings first
- * (building a list of n strings with strv_extend() is O(n^2)). Returns 0 or -ENOMEM. */
+/* Appends a copy of value to *l, whose array grows by doubling. When n is not NULL it holds the
+ * length of *l (and is updated): appending is then amortised O(1), where without it each call
+ * counts the strings first (building a list of n strings with strv_extend() reads O(n^2)
+ * pointers: for short lists only). Returns 0 or -ENOMEM. */
 int strv_extend_with_size(char ***l, size_t *n, const char *value);
 static inline int strv_extend(char ***l, const char *value) {
         return strv_extend_with_size(l, NULL, value);
