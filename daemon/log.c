@@ -73,7 +73,9 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         va_list ap;
         int saved = errno;
 
-        error = error < 0 ? -error : error;
+        bool synthetic = IS_SYNTHETIC_ERRNO(error);
+
+        error = ERRNO_VALUE(error);
         if (level > max_level) {
                 errno = saved;
                 return -error;
@@ -89,8 +91,9 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
         if (resolve_target() == LOG_TARGET_JOURNAL) {
                 if (sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%d", level, "CODE_FILE=%s", file,
-                                    "CODE_LINE=%d", line, "CODE_FUNC=%s", func, "ERRNO=%d", error,
-                                    "SYSLOG_IDENTIFIER=%s", program_invocation_short_name, NULL) >= 0) {
+                                    "CODE_LINE=%d", line, "CODE_FUNC=%s", func, "ERRNO=%d",
+                                    synthetic ? 0 : error, "SYSLOG_IDENTIFIER=%s",
+                                    program_invocation_short_name, NULL) >= 0) {
                         errno = saved;
                         return -error;
                 }

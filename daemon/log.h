@@ -20,8 +20,8 @@ int log_level_from_string(const char *s);
 typedef enum LogTarget { LOG_TARGET_AUTO, LOG_TARGET_STDERR, LOG_TARGET_JOURNAL } LogTarget;
 void log_set_target(LogTarget target);
 
-/* Logs one line at priority level; returns -abs(error) when error != 0, else 0, so that
- * callers can "return log_error_errno(r, ...)". */
+/* Logs one line at priority level; returns -errno when error != 0 (a SYNTHETIC_ERRNO() too,
+ * its mark removed), else 0, so that callers can "return log_error_errno(r, ...)". */
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
         _printf_(6, 7);
 

@@ -23,6 +23,13 @@
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
 #define isempty(s) (!(s) || (s)[0] == '\0')
 
+/* An error that is made up rather than returned by a call (as in systemd): log_*_errno() logs
+ * it with its errno for %m but without ERRNO= in the journal, and returns -errno, so that
+ * "return log_error_errno(SYNTHETIC_ERRNO(EINVAL), ...)" logs why and fails. */
+#define SYNTHETIC_ERRNO(num) (1 << 30 | (num))
+#define IS_SYNTHETIC_ERRNO(val) ((((val) >= 0 ? (val) : -(val)) & (1 << 30)) != 0)
+#define ERRNO_VALUE(val) (((val) >= 0 ? (val) : -(val)) & ~(1 << 30))
+
 #define USEC_PER_SEC 1000000ULL
 #define USEC_PER_MSEC 1000ULL
 #define NSEC_PER_USEC 1000ULL
