@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The verbs that change something (set, reset, apply, reload), monitor and check-config. */
+#include <assert.h>
 #include <inttypes.h>
 #include <signal.h>
 
@@ -10,19 +11,23 @@
 #include "log.h"
 #include "util.h"
 
-/* Opens the bus and checks that the daemon is there; mutating verbs need it. */
+/* Opens the bus and checks that the daemon is there; mutating verbs need it. Returns 0, or
+ * -ESRCH when the daemon is not running (logged). */
 static int daemon_bus(const char *verb, sd_bus **ret) {
+        assert(verb);
+        assert(ret);
+
         int r = ctl_bus_open(ret);
         if (r < 0) {
                 log_error_errno(r, "%s: stablepagesd is not running: cannot connect to the system bus: %m",
                                 verb);
-                return EXIT_FAIL;
+                return -ESRCH;
         }
-        if (!ctl_daemon_running(*ret)) {
-                log_error("%s: stablepagesd is not running (%s is not on the system bus).", verb, BUS_NAME);
-                return EXIT_FAIL;
-        }
-        return EXIT_OK;
+        if (!ctl_daemon_running(*ret))
+                return log_error_errno(SYNTHETIC_ERRNO(ESRCH),
+                                       "%s: stablepagesd is not running (%s is not on the system bus).",
+                                       verb, BUS_NAME);
+        return 0;
 }
 
 int verb_set(int argc, char **argv) {
@@ -33,19 +38,20 @@ int verb_set(int argc, char **argv) {
         uint64_t flags = (arg_runtime ? SET_FLAG_RUNTIME : 0) | (arg_force ? SET_FLAG_FORCE : 0) |
                          (arg_apply ? SET_FLAG_APPLY : 0);
 
-        if (setting_from_string(argv[1]) < 0) {
-                log_error("set %s: expected on, off or auto, not \"%s\".", argv[0], argv[1]);
-                return EXIT_USAGE;
-        }
-        if (arg_bind_name && arg_runtime) {
-                log_error("set %s: --bind=name is for persistent overrides; a runtime override is bound to "
-                          "the disk itself (its diskseq), never to its name.",
-                          argv[0]);
-                return EXIT_USAGE;
-        }
+        assert(argv);
+
+        if (setting_from_string(argv[1]) < 0)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                       "set %s: expected on, off or auto, not \"%s\".", argv[0], argv[1]);
+        if (arg_bind_name && arg_runtime)
+                return log_error_errno(
+                        SYNTHETIC_ERRNO(EINVAL),
+                        "set %s: --bind=name is for persistent overrides; a runtime override is "
+                        "bound to the disk itself (its diskseq), never to its name.",
+                        argv[0]);
         flags |= arg_bind_name ? SET_FLAG_BIND_NAME : 0;
         int r = daemon_bus("set", &bus);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "SetDevicePolicy", &error,
@@ -54,7 +60,7 @@ int verb_set(int argc, char **argv) {
                 return ctl_call_error(argv[0], &error, r);
         if (sd_bus_message_read(reply, "s", &message) >= 0)
                 printf("%s\n", message);
-        return EXIT_OK;
+        return 0;
 }
 
 /* Says why reset found nothing to remove for the disk at path. */
@@ -90,8 +96,10 @@ int verb_reset(int argc, char **argv) {
         _cleanup_free_ char *disk = NULL;
         const char *path;
 
+        assert(argv);
+
         int r = daemon_bus("reset", &bus);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error, &device,
                                "s", argv[0]);
@@ -99,7 +107,8 @@ int verb_reset(int argc, char **argv) {
                 return ctl_call_error(argv[0], &error, r);
         if (sd_bus_message_read(device, "o", &path) < 0 ||
             sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk) <= 0)
-                return log_error("%s: bad reply from stablepagesd.", argv[0]), EXIT_FAIL;
+                return log_error_errno(SYNTHETIC_ERRNO(EBADMSG), "%s: bad reply from stablepagesd.",
+                                       argv[0]);
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error,
                                &reply, "st", disk, arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
@@ -107,14 +116,14 @@ int verb_reset(int argc, char **argv) {
                 return ctl_call_error(disk, &error, r);
         r = sd_bus_message_read_strv(reply, &removed);
         if (r < 0)
-                return log_error_errno(r, "%s: bad reply: %m", disk), EXIT_FAIL;
+                return log_error_errno(r, "%s: bad reply: %m", disk);
         if (!removed) {
                 reset_nothing(bus, disk, path);
-                return EXIT_FAIL;
+                return -ENOENT;
         }
         STRV_FOREACH (s, removed)
                 printf("%s: %s\n", disk, *s);
-        return EXIT_OK;
+        return 0;
 }
 
 int verb_apply(int argc, char **argv) {
@@ -122,13 +131,15 @@ int verb_apply(int argc, char **argv) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_strv_free_ char **disks = NULL;
-        int ret = EXIT_OK;
+        bool failed = false;
+
+        assert(argv);
 
         int r = daemon_bus("apply", &bus);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
         r = ctl_resolve_names(bus, argc, argv, &disks);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
         r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Apply");
@@ -137,7 +148,7 @@ int verb_apply(int argc, char **argv) {
         if (r >= 0)
                 r = sd_bus_message_append(m, "t", arg_remount ? APPLY_FLAG_REMOUNT : UINT64_C(0));
         if (r < 0)
-                return log_error_errno(r, "Cannot build the call: %m"), EXIT_FAIL;
+                return log_error_errno(r, "Cannot build the call: %m");
         /* A cycle waits for the unmount to write the filesystem's dirty data back. */
         r = sd_bus_call(bus, m, arg_remount ? 10 * 60 * USEC_PER_SEC : 0, &error, &reply);
         if (r < 0)
@@ -152,27 +163,29 @@ int verb_apply(int argc, char **argv) {
                         break;
                 if (!ok) {
                         log_error("%s", message);
-                        ret = EXIT_FAIL;
+                        failed = true;
                 } else
                         printf("%s\n", message);
         }
         if (r < 0)
-                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
-        return ret;
+                return log_error_errno(r, "Bad reply: %m");
+        return failed ? -EIO : 0; /* each refusal or failure logged with its reason */
 }
 
 int verb_reload(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
+        assert(argv);
+
         int r = daemon_bus("reload", &bus);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
         (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Reload", &error, NULL, "");
         if (r < 0)
                 return ctl_call_error("reload", &error, r);
-        return EXIT_OK;
+        return 0;
 }
 
 static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -214,8 +227,10 @@ int verb_monitor(int argc, char **argv) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         int r;
 
+        assert(argv);
+
         r = daemon_bus("monitor", &bus);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
         r = sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, NULL, on_signal, NULL);
         if (r >= 0)
@@ -225,12 +240,12 @@ int verb_monitor(int argc, char **argv) {
                                      "member='PropertiesChanged',path_namespace='" BUS_DEVICE_PREFIX "'",
                                      on_signal, NULL);
         if (r < 0)
-                return log_error_errno(r, "Cannot subscribe to signals: %m"), EXIT_FAIL;
+                return log_error_errno(r, "Cannot subscribe to signals: %m");
         r = sd_event_default(&event);
         if (r >= 0)
                 r = sd_bus_attach_event(bus, event, 0);
         if (r < 0)
-                return log_error_errno(r, "Cannot set up the event loop: %m"), EXIT_FAIL;
+                return log_error_errno(r, "Cannot set up the event loop: %m");
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
@@ -240,7 +255,7 @@ int verb_monitor(int argc, char **argv) {
         (void) sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
         fprintf(stderr, "Monitoring %s; press ^C to stop.\n", BUS_NAME);
         r = sd_event_loop(event);
-        return r < 0 ? EXIT_FAIL : EXIT_OK;
+        return r < 0 ? -EIO : 0;
 }
 
 int verb_check_config(int argc, char **argv) {
@@ -248,6 +263,8 @@ int verb_check_config(int argc, char **argv) {
         _cleanup_(config_diags_done) ConfigDiags diags = {};
         _cleanup_free_ char *file = NULL, *dir = NULL;
         int r;
+
+        assert(argv);
 
         if (argc > 0) {
                 r = config_init_defaults(&c);
@@ -258,19 +275,19 @@ int verb_check_config(int argc, char **argv) {
                         file = path_join(arg_config_dir, "stablepages.conf");
                         dir = path_join(arg_config_dir, "stablepages.conf.d");
                         if (!file || !dir)
-                                return log_oom(), EXIT_FAIL;
+                                return log_oom();
                 }
                 r = config_load(file ?: CONFIG_FILE, dir ?: CONFIG_DROPIN_DIR, &c, &diags);
         }
         if (r < 0)
-                return log_error_errno(r, "check-config: %m"), EXIT_FAIL;
+                return log_error_errno(r, "check-config: %m");
         config_diags_print(&diags, stdout);
         size_t errors = config_diags_errors(&diags);
         if (errors > 0) {
                 printf("%zu error(s), %zu warning(s)\n", errors, diags.n - errors);
-                return EXIT_FAIL;
+                return -EBADMSG;
         }
         if (diags.n > 0)
                 printf("0 errors, %zu warning(s)\n", diags.n);
-        return EXIT_OK;
+        return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* status and explain: from the daemon over D-Bus, or from sysfs when it is not running. */
+#include <assert.h>
 #include <inttypes.h>
 #include <time.h>
 
@@ -40,7 +41,8 @@ static void say_fallback(void) {
                         "(no mount state, no stall figures).\n");
 }
 
-/* Sets up an engine the way stablepagesd would, read-only. */
+/* Sets up an engine the way stablepagesd would, read-only. Returns 0, or -EIO when it cannot
+ * (logged): a failure, even for an -EINVAL of a bad override file or an -ENODEV of a disk gone. */
 static int local_engine(Engine *e) {
         _cleanup_free_ char *file = NULL, *dir = NULL;
         EngineOptions o = {};
@@ -54,11 +56,15 @@ static int local_engine(Engine *e) {
                 o.dropin_dir = dir;
         }
         int r = engine_init(e, &o);
-        if (r < 0)
-                return log_error_errno(r, "Cannot initialize: %m");
+        if (r < 0) {
+                log_error_errno(r, "Cannot initialize: %m");
+                return -EIO;
+        }
         if ((r = engine_load_config(e)) < 0 || (r = engine_load_overrides(e)) < 0 ||
-            (r = engine_load_learned(e)) < 0 || (r = engine_scan(e)) < 0)
-                return log_error_errno(r, "Cannot read the devices: %m");
+            (r = engine_load_learned(e)) < 0 || (r = engine_scan(e)) < 0) {
+                log_error_errno(r, "Cannot read the devices: %m");
+                return -EIO;
+        }
         return 0;
 }
 
@@ -93,11 +99,10 @@ static void say_local_hazards(const Engine *e, int argc, char **argv) {
 
 static int check_local_names(Engine *e, int argc, char **argv) {
         for (int i = 0; i < argc; i++)
-                if (!engine_find(e, argv[i])) {
-                        log_error("%s: no such block device.", argv[i]);
-                        return EXIT_NO_DEVICE;
-                }
-        return EXIT_OK;
+                if (!engine_find(e, argv[i]))
+                        return log_error_errno(SYNTHETIC_ERRNO(ENODEV), "%s: no such block device.",
+                                               argv[i]);
+        return 0;
 }
 
 static int status_local(int argc, char **argv) {
@@ -105,18 +110,19 @@ static int status_local(int argc, char **argv) {
         _cleanup_(table_freep) Table *t = NULL;
 
         say_fallback();
-        if (local_engine(&e) < 0)
-                return EXIT_FAIL;
-        int r = check_local_names(&e, argc, argv);
-        if (r != EXIT_OK)
+        int r = local_engine(&e);
+        if (r < 0)
+                return r;
+        r = check_local_names(&e, argc, argv);
+        if (r < 0)
                 return r;
         if (arg_json != JSON_OFF) {
                 engine_dump_json(&e, argc > 0 ? argv : NULL, stdout, arg_json == JSON_PRETTY);
-                return EXIT_OK;
+                return 0;
         }
         t = table_new(status_header);
         if (!t)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         for (size_t i = 0; i < e.table.n; i++) {
                 const EngineDevice *d = &e.devices[i];
                 if (argc > 0 && !strv_contains(argv, d->facts->name))
@@ -128,24 +134,24 @@ static int status_local(int argc, char **argv) {
                                       "?",
                                       "-" };
                 if (table_add_row(t, row) < 0)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
         }
         _cleanup_(table_freep) Table *o = table_new(overrides_header);
         OverrideEntry *entries = NULL;
         size_t n = 0;
         if (!o || engine_list_overrides(&e, argc > 0 ? argv : NULL, &entries, &n) < 0)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = overrides_add(o, entries[i].disk, setting_to_string(entries[i].setting),
                                   entries[i].force, entries[i].scope, entries[i].binding, entries[i].source);
         override_entries_free(entries, n);
         if (r < 0)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
         say_local_hazards(&e, argc, argv);
-        return EXIT_OK;
+        return 0;
 }
 
 int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
@@ -163,15 +169,15 @@ int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
                         return ctl_call_error(argv[i], &error, r);
                 r = sd_bus_message_read(reply, "o", &path);
                 if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Bad reply: %m");
                 r = sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk);
                 if (r <= 0)
-                        return log_error("Bad device path %s.", path), EXIT_FAIL;
+                        return log_error_errno(SYNTHETIC_ERRNO(EBADMSG), "Bad device path %s.", path);
                 if (!strv_contains(disks, disk) && strv_extend(&disks, disk) < 0)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
         }
         *ret = TAKE_PTR(disks);
-        return EXIT_OK;
+        return 0;
 }
 
 /* The mounted filesystems that run without stable writes on a disk of protected ("DISK=need")
@@ -182,7 +188,7 @@ static int say_bus_hazards(sd_bus *bus, char *const *disks, char *const *protect
         int r;
 
         if (!protected)
-                return EXIT_OK;
+                return 0;
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListFilesystems", &error,
                                &reply, "");
         if (r < 0)
@@ -195,9 +201,9 @@ static int say_bus_hazards(sd_bus *bus, char *const *disks, char *const *protect
                         r = sd_bus_message_read(reply, "(ssssssbs)", &target, &source, &fstype, &disk,
                                                 &effective, &origin, &pending, &mount_reason);
                 if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Bad reply: %m");
                 if (r == 0)
-                        return EXIT_OK;
+                        return 0;
                 if ((strv_length(disks) > 0 && !strv_contains(disks, disk)) || !streq(effective, "off") ||
                     !(need = strv_find_value(protected, disk)))
                         continue;
@@ -229,11 +235,13 @@ int verb_status(int argc, char **argv) {
         _cleanup_strv_free_ char **disks = NULL, **protected = NULL;
         int r;
 
+        assert(argv);
+
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return status_local(argc, argv);
 
         r = ctl_resolve_names(bus, argc, argv, &disks);
-        if (r != EXIT_OK)
+        if (r < 0)
                 return r;
 
         if (arg_json != JSON_OFF) {
@@ -248,17 +256,17 @@ int verb_status(int argc, char **argv) {
                         r = sd_bus_message_append(m, "t",
                                                   arg_json == JSON_PRETTY ? DUMP_FLAG_PRETTY : UINT64_C(0));
                 if (r < 0)
-                        return log_error_errno(r, "Cannot build the call: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Cannot build the call: %m");
                 r = sd_bus_call(bus, m, 0, &error, &reply);
                 if (r < 0)
                         return ctl_call_error("status", &error, r);
                 r = sd_bus_message_read(reply, "s", &json);
                 if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Bad reply: %m");
                 fputs(json, stdout);
                 if (!*json || json[strlen(json) - 1] != '\n')
                         fputc('\n', stdout);
-                return EXIT_OK;
+                return 0;
         }
 
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply,
@@ -275,10 +283,10 @@ int verb_status(int argc, char **argv) {
         }
         t = table_new(status_header);
         if (!t)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         r = sd_bus_message_enter_container(reply, 'a', "(sossssbt)");
         if (r < 0)
-                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                return log_error_errno(r, "Bad reply: %m");
         for (;;) {
                 const char *name, *path, *need, *kernel, *desired, *mounts;
                 int pending;
@@ -288,7 +296,7 @@ int verb_status(int argc, char **argv) {
                 r = sd_bus_message_read(reply, "(sossssbt)", &name, &path, &need, &kernel, &desired, &mounts,
                                         &pending, &p99);
                 if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Bad reply: %m");
                 if (r == 0)
                         break;
                 if (strv_length(disks) > 0 && !strv_contains(disks, name))
@@ -303,17 +311,17 @@ int verb_status(int argc, char **argv) {
                 }
                 const char *row[] = { name, need, kernel, desired, isempty(mounts) ? "-" : mounts, p99s };
                 if (table_add_row(t, row) < 0)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
                 if (need_is_protected(need_from_string(need)) &&
                     strv_extendf(&protected, "%s=%s", name, need) < 0)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
         }
 
         /* Which identity each override is bound to: a disk, not a name. */
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
         _cleanup_(table_freep) Table *o = table_new(overrides_header);
         if (!o)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListOverrides", &error,
                                &list, "");
         if (r < 0)
@@ -331,9 +339,9 @@ int verb_status(int argc, char **argv) {
                 r = overrides_add(o, disk, setting, force, scope, binding, source);
         }
         if (r == -ENOMEM)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         if (r < 0)
-                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                return log_error_errno(r, "Bad reply: %m");
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
@@ -370,11 +378,12 @@ static int explain_local(const char *name) {
         _cleanup_(engine_done) Engine e = {};
 
         say_fallback();
-        if (local_engine(&e) < 0)
-                return EXIT_FAIL;
+        int r = local_engine(&e);
+        if (r < 0)
+                return r;
         EngineDevice *d = engine_find(&e, name);
         if (!d)
-                return log_error("%s: no such block device.", name), EXIT_NO_DEVICE;
+                return log_error_errno(SYNTHETIC_ERRNO(ENODEV), "%s: no such block device.", name);
         char buf[32];
         printf("%s (%s, %s): need %s\n", d->facts->name, format_devnum(d->facts->devnum, buf),
                device_kind_to_string(d->facts->kind), need_to_string(d->class.need));
@@ -402,7 +411,7 @@ static int explain_local(const char *name) {
                 printf("  %-9s%s since %s: %s\n", "learned:", learned_to_string(d->learned), when,
                        d->learned_reason);
         }
-        return EXIT_OK;
+        return 0;
 }
 
 /* What explain shows of a disk: its Device properties, from one GetAll call. */
@@ -586,6 +595,8 @@ int verb_explain(int argc, char **argv) {
         const char *path;
         int r;
 
+        assert(argv);
+
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return explain_local(argv[0]);
 
@@ -594,7 +605,7 @@ int verb_explain(int argc, char **argv) {
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
         if ((r = sd_bus_message_read(reply, "o", &path)) < 0)
-                return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                return log_error_errno(r, "Bad reply: %m");
         /* Every property in one round trip (and StableId in a second). */
         r = sd_bus_call_method(bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &error,
                                &all, "s", BUS_DEVICE_INTERFACE);
@@ -602,7 +613,7 @@ int verb_explain(int argc, char **argv) {
                 return ctl_call_error(argv[0], &error, r);
         r = read_device_view(all, &v);
         if (r < 0)
-                return log_error_errno(r, "Bad reply to GetAll of %s: %m", path), EXIT_FAIL;
+                return log_error_errno(r, "Bad reply to GetAll of %s: %m", path);
         /* Not in GetAll: the daemon computes it against every other disk when asked. */
         r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "StableId", &error,
                                        &v.stable_id);
@@ -629,5 +640,5 @@ int verb_explain(int argc, char **argv) {
         for (size_t i = 0; protected && v.off_targets && v.off_targets[i]; i++)
                 say_hazard(v.name, v.need, v.reasons ? v.reasons[0] : NULL, v.off_targets[i],
                            v.off_fstypes[i]);
-        return EXIT_OK;
+        return 0;
 }

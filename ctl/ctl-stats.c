@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* stats: the stall histograms of the daemon's probe, as text bars (like biolatency) or JSON. */
+#include <assert.h>
 #include <inttypes.h>
 
 #include "bus-api.h"
@@ -228,14 +229,16 @@ int verb_stats(int argc, char **argv) {
         JsonWriter w;
         int r;
 
+        assert(argv);
+
         r = ctl_bus_open(&bus);
-        if (r < 0 || !ctl_daemon_running(bus)) {
-                log_error("stats: stablepagesd is not running: the stall figures are the daemon's.");
-                return EXIT_FAIL;
-        }
+        if (r < 0 || !ctl_daemon_running(bus))
+                return log_error_errno(
+                        SYNTHETIC_ERRNO(ESRCH),
+                        "stats: stablepagesd is not running: the stall figures are the daemon's.");
         if (argc > 0) {
                 if (strv_extend(&names, argv[0]) < 0)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
         } else {
                 r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error,
                                        &list, "");
@@ -249,10 +252,10 @@ int verb_stats(int argc, char **argv) {
                         if (r <= 0)
                                 break;
                         if (strv_extend(&names, name) < 0)
-                                return log_oom(), EXIT_FAIL;
+                                return log_oom();
                 }
                 if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Bad reply: %m");
         }
 
         uint64_t lost, lost_comms;
@@ -274,7 +277,7 @@ int verb_stats(int argc, char **argv) {
                         return ctl_call_error(*n, &error, r);
                 r = read_stalls(reply, &s);
                 if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m"), EXIT_FAIL;
+                        return log_error_errno(r, "Bad reply: %m");
                 /* Without a device: only the disks with waits, like biolatency. */
                 if (argc == 0 && s.measured && s.count == 0)
                         continue;
@@ -297,5 +300,5 @@ int verb_stats(int argc, char **argv) {
                         printf("No stable-pages waits measured on any disk.\n");
                 losses_text(lost, lost_comms);
         }
-        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+        return fflush(stdout) == 0 ? 0 : -EIO;
 }

@@ -6,9 +6,8 @@
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
+#include "exit-code.h"
 #include "macro.h"
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
 
 typedef enum JsonMode { JSON_OFF, JSON_SHORT, JSON_PRETTY } JsonMode;
 
@@ -29,16 +28,20 @@ int ctl_bus_open(sd_bus **ret);
  * installed as an activatable service) has started it. */
 bool ctl_daemon_running(sd_bus *bus);
 
-/* Prints "VERB: message" for a failed call and returns the exit code it maps to. */
+/* Prints "VERB: message" for a failed call and returns what it means: -ENODEV for no such
+ * device, -EINVAL for an invalid name, -EIO for any other error the daemon replied, else r. */
 int ctl_call_error(const char *what, const sd_bus_error *error, int r);
 
 /* Maps each name (disk or partition) to its disk through the daemon, each disk once (the
- * daemon takes at most one name per disk). Returns an exit code (errors printed). */
+ * daemon takes at most one name per disk). Returns 0 or -errno (logged; -ENODEV for no such
+ * device, -EINVAL for an invalid name). */
 int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret);
 
 /* Starts a pager when stdout is a terminal (unless --no-pager). */
 void ctl_pager_open(void);
 
+/* The verbs: each returns 0 or -errno (logged), mapped to the exit code by
+ * exit_code_from_result() in main(). */
 int verb_status(int argc, char **argv);
 int verb_explain(int argc, char **argv);
 int verb_set(int argc, char **argv);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <getopt.h>
 
 #include "bus-api.h"
@@ -112,10 +113,9 @@ static int parse_argv(int argc, char *argv[]) {
                                 arg_json = JSON_SHORT;
                         else if (streq(optarg, "pretty"))
                                 arg_json = JSON_PRETTY;
-                        else {
-                                log_error("--json= takes pretty or short, not \"%s\".", optarg);
-                                return -EINVAL;
-                        }
+                        else
+                                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                                       "--json= takes pretty or short, not \"%s\".", optarg);
                         break;
                 case ARG_NO_LEGEND:
                         arg_legend = false;
@@ -139,10 +139,9 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_config_dir = optarg;
                         break;
                 case ARG_BIND:
-                        if (!streq(optarg, "id") && !streq(optarg, "name")) {
-                                log_error("--bind= takes id or name, not \"%s\".", optarg);
-                                return -EINVAL;
-                        }
+                        if (!streq(optarg, "id") && !streq(optarg, "name"))
+                                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                                       "--bind= takes id or name, not \"%s\".", optarg);
                         arg_bind_name = streq(optarg, "name");
                         break;
                 case '?':
@@ -154,6 +153,8 @@ static int parse_argv(int argc, char *argv[]) {
 }
 
 int ctl_bus_open(sd_bus **ret) {
+        assert(ret);
+
         int r = sd_bus_open_system(ret);
         if (r < 0)
                 return r;
@@ -173,11 +174,14 @@ bool ctl_daemon_running(sd_bus *bus) {
 }
 
 int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
+        assert(what);
+        assert(error);
+
         if (sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.ServiceUnknown") ||
-            sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.NameHasNoOwner")) {
-                log_error("%s: stablepagesd is not running (%s is not on the system bus).", what, BUS_NAME);
-                return EXIT_FAIL;
-        }
+            sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.NameHasNoOwner"))
+                return log_error_errno(SYNTHETIC_ERRNO(ESRCH),
+                                       "%s: stablepagesd is not running (%s is not on the system bus).",
+                                       what, BUS_NAME);
         const char *message = error->message ?: error->name;
         size_t n = strlen(what);
         /* The daemon's messages name the device already: no "sdb: sdb: ...". */
@@ -188,10 +192,12 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
         else
                 log_error_errno(r, "%s: %m", what);
         if (sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_DEVICE))
-                return EXIT_NO_DEVICE;
+                return -ENODEV;
         if (sd_bus_error_has_name(error, BUS_ERROR_INVALID_NAME))
-                return EXIT_USAGE;
-        return EXIT_FAIL;
+                return -EINVAL;
+        /* Any other reply is a failure (exit 1), whatever errno sd-bus gives its name
+         * (org.freedesktop.DBus.Error.InvalidArgs is -EINVAL). */
+        return sd_bus_error_is_set(error) ? -EIO : r;
 }
 
 void ctl_pager_open(void) {
@@ -205,7 +211,7 @@ int main(int argc, char *argv[]) {
         log_set_target(LOG_TARGET_STDERR);
         r = parse_argv(argc, argv);
         if (r <= 0)
-                return r < 0 ? EXIT_USAGE : EXIT_OK;
+                return exit_code_from_result(r);
 
         const char *name = optind < argc ? argv[optind] : "status";
         int nargs = optind < argc ? argc - optind - 1 : 0;
@@ -215,17 +221,17 @@ int main(int argc, char *argv[]) {
                 const Verb *v = &verbs[i];
                 if (!streq(v->name, name))
                         continue;
-                if (nargs < v->min_args || (v->max_args >= 0 && nargs > v->max_args)) {
-                        log_error("%s: wrong number of arguments; see --help.", name);
-                        return EXIT_USAGE;
-                }
+                if (nargs < v->min_args || (v->max_args >= 0 && nargs > v->max_args))
+                        return exit_code_from_result(
+                                log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                                "%s: wrong number of arguments; see --help.", name));
                 r = v->dispatch(nargs, args);
                 pager_close();
                 /* Whatever printed "error:" failed, whatever the verb thought. */
-                if (r == EXIT_OK && log_get_n_errors() > 0)
-                        r = EXIT_FAIL;
-                return r;
+                if (r >= 0 && log_get_n_errors() > 0)
+                        return EXIT_FAIL;
+                return exit_code_from_result(r);
         }
-        log_error("Unknown command \"%s\"; see --help.", name);
-        return EXIT_USAGE;
+        return exit_code_from_result(
+                log_error_errno(SYNTHETIC_ERRNO(EINVAL), "Unknown command \"%s\"; see --help.", name));
 }

@@ -4,6 +4,7 @@
 #include "bus.h"
 #include "config-build.h"
 #include "engine.h"
+#include "exit-code.h"
 #include "log.h"
 #include "util.h"
 #include "verbs.h"
@@ -158,7 +159,7 @@ int main(int argc, char *argv[]) {
         if (r <= 0) {
                 free(arg_config_file_buf);
                 free(arg_dropin_dir_buf);
-                return r < 0 ? 2 : 0;
+                return r < 0 ? EXIT_USAGE : EXIT_OK;
         }
 
         const char *verb = optind < argc ? argv[optind] : NULL;
@@ -168,14 +169,14 @@ int main(int argc, char *argv[]) {
         if (!verb)
                 r = verb_daemon(&arg_engine);
         else if (streq(verb, "apply"))
-                r = verb_apply(&arg_engine, args, nargs);
+                r = exit_code_from_result(verb_apply(&arg_engine, args, nargs));
         else if (streq(verb, "dump"))
-                r = verb_dump(&arg_engine, arg_json, args, nargs);
+                r = exit_code_from_result(verb_dump(&arg_engine, arg_json, args, nargs));
         else if (streq(verb, "udev-facts"))
-                r = verb_udev_facts(&arg_engine, args, nargs);
+                r = exit_code_from_result(verb_udev_facts(&arg_engine, args, nargs));
         else {
                 log_error("Unknown verb \"%s\"; see --help.", verb);
-                r = 2;
+                r = EXIT_USAGE;
         }
         free(arg_config_file_buf);
         free(arg_dropin_dir_buf);

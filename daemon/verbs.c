@@ -1,23 +1,28 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <sys/stat.h>
 
 #include "dm-table.h"
+#include "exit-code.h"
 #include "log.h"
 #include "sysfs.h"
 #include "util.h"
 #include "verbs.h"
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_DEVICE = 4 };
-
 /* Loads config, overrides and facts (of every disk, or of disks and what they stack on);
- * logs config problems. */
+ * logs config problems. Returns 0, or -EIO when it cannot: a failure (exit 1) whatever the
+ * cause, even an -EINVAL (a bad --kernel-release) or an -ENODEV (a disk gone while read). */
 static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
         int r = engine_init(e, o);
-        if (r < 0)
-                return log_error_errno(r, "Cannot initialize: %m");
+        if (r < 0) {
+                log_error_errno(r, "Cannot initialize: %m");
+                return -EIO;
+        }
         r = engine_load_config(e);
-        if (r < 0)
-                return log_error_errno(r, "Cannot load the configuration: %m");
+        if (r < 0) {
+                log_error_errno(r, "Cannot load the configuration: %m");
+                return -EIO;
+        }
         for (size_t i = 0; i < e->diags.n; i++) {
                 const ConfigDiag *d = &e->diags.items[i];
                 if (d->line > 0)
@@ -36,7 +41,7 @@ static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
                                   e->state_dir);
         r = engine_scan_for(e, disks);
         if (r < 0)
-                return r;
+                return -EIO;
         for (size_t i = 0; i < e->table.n; i++)
                 if (e->devices[i].need_problem)
                         log_warning("%s", e->devices[i].need_problem);
@@ -46,30 +51,32 @@ static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
 int verb_apply(const EngineOptions *o, char **names, int n) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_strv_free_ char **disks = NULL;
-        int ret = EXIT_OK;
+        bool missing = false, failed = false;
+        int r;
 
-        if (n <= 0) {
-                log_error("apply needs at least one device name.");
-                return EXIT_USAGE;
-        }
+        assert(o);
+        assert(names || n <= 0);
+
+        if (n <= 0)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "apply needs at least one device name.");
         for (int i = 0; i < n; i++)
-                if (!device_name_is_valid(names[i])) {
-                        log_error("Invalid device name \"%s\".", names[i]);
-                        return EXIT_USAGE;
-                }
+                if (!device_name_is_valid(names[i]))
+                        return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "Invalid device name \"%s\".",
+                                               names[i]);
         /* Only the named disks and what they stack on are read: udev runs this for every
          * disk and partition event, and a machine may have hundreds of disks. */
         for (int i = 0; i < n; i++) {
                 _cleanup_free_ char *disk = NULL;
-                int r = device_disk_of(o->sysfs_root ?: "/sys", names[i], &disk);
+                r = device_disk_of(o->sysfs_root ?: "/sys", names[i], &disk);
                 if (r == -ENOMEM)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
                 if (disk && !strv_contains(disks, disk) && strv_extend(&disks, disk) < 0)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
         }
         static char *const no_disks[] = { NULL };
-        if (engine_setup(&e, o, disks ?: no_disks) < 0)
-                return EXIT_FAIL;
+        r = engine_setup(&e, o, disks ?: no_disks);
+        if (r < 0)
+                return r;
 
         for (int i = 0; i < n; i++) {
                 _cleanup_(apply_result_done) ApplyResult res = {};
@@ -77,37 +84,42 @@ int verb_apply(const EngineOptions *o, char **names, int n) {
 
                 if (!d) {
                         log_error("%s: no such block device under %s/block.", names[i], e.sysfs_root);
-                        ret = MAX(ret, EXIT_NO_DEVICE);
+                        missing = true;
                         continue;
                 }
-                int r = engine_apply(&e, d, &res);
+                r = engine_apply(&e, d, &res);
                 if (r == -ENOMEM)
-                        return log_oom(), EXIT_FAIL;
+                        return log_oom();
                 if (r < 0) {
                         log_error("%s", res.message);
-                        if (ret == EXIT_OK)
-                                ret = EXIT_FAIL;
+                        failed = true;
                 } else
                         log_debug("%s", res.message);
         }
-        return ret;
+        /* A missing device outweighs a refusal or a failed write (each logged with its reason);
+         * a disk removed meanwhile (-ENODEV from engine_apply()) is a failure, not a usage slip. */
+        return missing ? -ENODEV : failed ? -EIO : 0;
 }
 
 int verb_dump(const EngineOptions *o, const char *json, char **names, int n) {
         _cleanup_(engine_done) Engine e = {};
 
-        if (engine_setup(&e, o, NULL) < 0)
-                return EXIT_FAIL;
+        assert(o);
+        assert(names || n <= 0);
+
+        int r = engine_setup(&e, o, NULL);
+        if (r < 0)
+                return r;
         for (int i = 0; i < n; i++)
-                if (!engine_find(&e, names[i])) {
-                        log_error("%s: no such block device under %s/block.", names[i], e.sysfs_root);
-                        return EXIT_NO_DEVICE;
-                }
+                if (!engine_find(&e, names[i]))
+                        return log_error_errno(SYNTHETIC_ERRNO(ENODEV),
+                                               "%s: no such block device under %s/block.", names[i],
+                                               e.sysfs_root);
         if (json)
                 engine_dump_json(&e, n > 0 ? names : NULL, stdout, streq(json, "pretty"));
         else
                 engine_dump_text(&e, stdout);
-        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+        return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
 int verb_udev_facts(const EngineOptions *o, char **names, int n) {
@@ -119,32 +131,32 @@ int verb_udev_facts(const EngineOptions *o, char **names, int n) {
         dev_t devnum;
         int r;
 
-        if (n != 1 || !device_name_is_valid(names[0])) {
-                log_error("udev-facts needs one device name.");
-                return EXIT_USAGE;
-        }
+        assert(o);
+        assert(names || n <= 0);
+
+        if (n != 1 || !device_name_is_valid(names[0]))
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "udev-facts needs one device name.");
         devp = strdup_printf("block/%s/dev", names[0]);
         dmp = strdup_printf("block/%s/dm", names[0]);
         if (!devp || !dmp || !(full = path_join(root, dmp)))
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         r = sysfs_read_string(root, devp, &dev);
-        if (r < 0 || parse_devnum(dev, &devnum) < 0) {
-                log_error("%s: no such disk under %s/block.", names[0], root);
-                return EXIT_NO_DEVICE;
-        }
+        if (r < 0 || parse_devnum(dev, &devnum) < 0)
+                return log_error_errno(SYNTHETIC_ERRNO(ENODEV), "%s: no such disk under %s/block.", names[0],
+                                       root);
         if (stat(full, &st) < 0 || !S_ISDIR(st.st_mode))
-                return EXIT_OK; /* not a dm device: nothing only root can read */
+                return 0; /* not a dm device: nothing only root can read */
 
         r = dm_table_read_kernel(devnum, &t);
         if (r < 0) {
                 log_error_errno(r, "%s: cannot read its device-mapper table (DM_TABLE_STATUS): %m",
                                 names[0]);
-                return EXIT_FAIL;
+                return -EIO; /* a failure (exit 1), whatever the ioctl's errno (-ENODEV, -EINVAL) */
         }
         r = dm_table_to_properties(&t, &props);
         if (r < 0)
-                return log_oom(), EXIT_FAIL;
+                return log_oom();
         STRV_FOREACH (p, props)
                 printf("%s\n", *p);
-        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+        return fflush(stdout) == 0 ? 0 : -EIO;
 }

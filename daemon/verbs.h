@@ -1,22 +1,27 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The verbs of stablepagesd; each returns the process exit code. */
+/* The verbs of stablepagesd; each returns 0 or -errno, which exit_code_from_result()
+ * (exit-code.h) maps to the process exit code: -EINVAL usage (2), -ENODEV no such device (4),
+ * any other failure 1. */
 
 #include "engine.h"
 
 /* Applies the decision for each named disk (or partition: its disk). Exit 0 when every
- * device is as desired, 1 when one was refused or a write failed, 4 when one does not exist. */
+ * device is as desired; -EIO when one was refused or a write failed, -ENODEV when one does not
+ * exist (which outweighs). */
 int verb_apply(const EngineOptions *o, char **names, int n);
 
-/* Prints the engine's view of every disk (or only the named ones). */
+/* Prints the engine's view of every disk (or only the named ones); -ENODEV when one does not
+ * exist. */
 int verb_dump(const EngineOptions *o, const char *json, char **names, int n);
 
 /* Prints the facts of one disk that only root can read, as udev properties (KEY=value
  * lines) for the udev rule's IMPORT{program}: the device-mapper table of a dm device
- * (dm-table.h). Nothing for other disks. Exit 0, 1 when the table cannot be read, 2 for
- * usage errors, 4 when no such disk. */
+ * (dm-table.h). Nothing for other disks. Returns 0, -EIO when the table cannot be read, -EINVAL
+ * for usage errors, -ENODEV when no such disk. */
 int verb_udev_facts(const EngineOptions *o, char **names, int n);
 
-/* Runs the daemon until SIGTERM. */
+/* Runs the daemon until SIGTERM. Returns the exit code itself: 0, or 1 (EXIT_FAILURE, for
+ * systemd's Restart=on-failure) on any failure. */
 int verb_daemon(const EngineOptions *o);
