@@ -58,7 +58,21 @@ int verb_set(int argc, char **argv) {
                                &reply, "sst", argv[0], argv[1], flags);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
-        if (sd_bus_message_read(reply, "s", &message) >= 0)
+        if (sd_bus_message_read(reply, "s", &message) < 0)
+                return 0;
+        if (arg_json != JSON_OFF) {
+                JsonWriter w;
+                ctl_json_begin(&w);
+                json_object_begin(&w);
+                json_key(&w, "device");
+                json_string(&w, argv[0]);
+                json_key(&w, "setting");
+                json_string(&w, argv[1]);
+                json_key(&w, "message");
+                json_string(&w, message);
+                json_object_end(&w);
+                ctl_json_end(&w);
+        } else
                 printf("%s\n", message);
         return 0;
 }
@@ -121,8 +135,19 @@ int verb_reset(int argc, char **argv) {
                 reset_nothing(bus, disk, path);
                 return -ENOENT;
         }
-        STRV_FOREACH (s, removed)
-                printf("%s: %s\n", disk, *s);
+        if (arg_json != JSON_OFF) {
+                JsonWriter w;
+                ctl_json_begin(&w);
+                json_object_begin(&w);
+                json_key(&w, "device");
+                json_string(&w, disk);
+                json_key(&w, "removed");
+                json_strv(&w, removed);
+                json_object_end(&w);
+                ctl_json_end(&w);
+        } else
+                STRV_FOREACH (s, removed)
+                        printf("%s: %s\n", disk, *s);
         return 0;
 }
 
@@ -132,6 +157,7 @@ int verb_apply(int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_strv_free_ char **disks = NULL;
         bool failed = false;
+        JsonWriter w;
 
         assert(argv);
 
@@ -154,6 +180,9 @@ int verb_apply(int argc, char **argv) {
         if (r < 0)
                 return ctl_call_error("apply", &error, r);
 
+        ctl_json_begin(&w);
+        if (arg_json != JSON_OFF)
+                json_array_begin(&w);
         r = sd_bus_message_enter_container(reply, 'a', "(sbbbs)");
         while (r >= 0) {
                 const char *name, *message;
@@ -164,11 +193,29 @@ int verb_apply(int argc, char **argv) {
                 if (!ok) {
                         log_error("%s", message);
                         failed = true;
-                } else
+                }
+                if (arg_json != JSON_OFF) {
+                        json_object_begin(&w);
+                        json_key(&w, "device");
+                        json_string(&w, name);
+                        json_key(&w, "ok");
+                        json_bool(&w, ok);
+                        json_key(&w, "changed");
+                        json_bool(&w, changed);
+                        json_key(&w, "stable_writes");
+                        json_bool(&w, value);
+                        json_key(&w, "message");
+                        json_string(&w, message);
+                        json_object_end(&w);
+                } else if (ok)
                         printf("%s\n", message);
         }
         if (r < 0)
                 return log_error_errno(r, "Bad reply: %m");
+        if (arg_json != JSON_OFF) {
+                json_array_end(&w);
+                ctl_json_end(&w);
+        }
         return failed ? -EIO : 0; /* each refusal or failure logged with its reason */
 }
 
@@ -188,35 +235,109 @@ int verb_reload(int argc, char **argv) {
         return 0;
 }
 
+/* monitor --json: starts the object of one event. */
+static void event_begin(JsonWriter *w, const char *event) {
+        ctl_json_begin(w);
+        json_object_begin(w);
+        json_key(w, "event");
+        json_string(w, event);
+}
+
+static void event_string(JsonWriter *w, const char *key, const char *value) {
+        json_key(w, key);
+        json_string(w, value);
+}
+
+static void event_end(JsonWriter *w) {
+        json_object_end(w);
+        ctl_json_end(w);
+}
+
+/* Prints one signal of the daemon: a line of text, or with --json one JSON object per event. */
 static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         const char *member = sd_bus_message_get_member(m);
         const char *path = sd_bus_message_get_path(m);
-        const char *name = "", *s = "";
+        const char *name = "", *s = "", *target = "", *device = "";
+        _cleanup_free_ char *dev = NULL;
+        uint64_t usec = 0, p99 = 0, budget = 0, count = 0;
+        bool json = arg_json != JSON_OFF;
         int a = 0, b = 0;
+        JsonWriter w;
 
-        if (streq(member, "Applied") && sd_bus_message_read(m, "sbbs", &name, &a, &b, &s) >= 0)
-                printf("applied  %s: stable writes %s -> %s: %s\n", name, a ? "on" : "off", b ? "on" : "off",
-                       s);
-        else if (streq(member, "Refused") && sd_bus_message_read(m, "ss", &name, &s) >= 0)
-                printf("refused  %s: %s\n", name, s);
-        else if (streq(member, "RemountFinished")) {
-                const char *target = "", *device = "";
-                uint64_t usec = 0;
-                if (sd_bus_message_read(m, "ssbts", &target, &device, &a, &usec, &s) >= 0)
+        if (streq(member, "Applied") && sd_bus_message_read(m, "sbbs", &name, &a, &b, &s) >= 0) {
+                if (!json)
+                        printf("applied  %s: stable writes %s -> %s: %s\n", name, a ? "on" : "off",
+                               b ? "on" : "off", s);
+                else {
+                        event_begin(&w, "applied");
+                        event_string(&w, "device", name);
+                        json_key(&w, "before");
+                        json_bool(&w, a);
+                        json_key(&w, "after");
+                        json_bool(&w, b);
+                        event_string(&w, "message", s);
+                        event_end(&w);
+                }
+        } else if (streq(member, "Refused") && sd_bus_message_read(m, "ss", &name, &s) >= 0) {
+                if (!json)
+                        printf("refused  %s: %s\n", name, s);
+                else {
+                        event_begin(&w, "refused");
+                        event_string(&w, "device", name);
+                        event_string(&w, "message", s);
+                        event_end(&w);
+                }
+        } else if (streq(member, "RemountFinished") &&
+                   sd_bus_message_read(m, "ssbts", &target, &device, &a, &usec, &s) >= 0) {
+                if (!json)
                         printf("remount  %s on %s: %s (%.1f ms): %s\n", target, device, a ? "ok" : "FAILED",
                                (double) usec / 1000.0, s);
-        } else if (streq(member, "BudgetExceeded")) {
-                uint64_t p99 = 0, budget = 0, count = 0;
-                if (sd_bus_message_read(m, "sttt", &name, &p99, &budget, &count) >= 0)
+                else {
+                        event_begin(&w, "remount");
+                        event_string(&w, "target", target);
+                        event_string(&w, "device", device);
+                        json_key(&w, "ok");
+                        json_bool(&w, a);
+                        json_key(&w, "duration_usec");
+                        json_uint(&w, usec);
+                        event_string(&w, "message", s);
+                        event_end(&w);
+                }
+        } else if (streq(member, "BudgetExceeded") &&
+                   sd_bus_message_read(m, "sttt", &name, &p99, &budget, &count) >= 0) {
+                if (!json)
                         printf("budget   %s: p99 wait %.1f ms over the budget of %.1f ms (%" PRIu64
                                " waits): stable writes off\n",
                                name, (double) p99 / 1000.0, (double) budget / 1000.0, count);
-        } else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0)
-                printf("reloaded %s\n", a ? "ok" : "with errors, kept the last good configuration");
-        else if (streq(member, "PropertiesChanged")) {
-                _cleanup_free_ char *dev = NULL;
-                if (sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &dev) > 0)
+                else {
+                        event_begin(&w, "budget-exceeded");
+                        event_string(&w, "device", name);
+                        json_key(&w, "p99_usec");
+                        json_uint(&w, p99);
+                        json_key(&w, "budget_usec");
+                        json_uint(&w, budget);
+                        json_key(&w, "count");
+                        json_uint(&w, count);
+                        event_end(&w);
+                }
+        } else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0) {
+                if (!json)
+                        printf("reloaded %s\n", a ? "ok" : "with errors, kept the last good configuration");
+                else {
+                        event_begin(&w, "reloaded");
+                        json_key(&w, "ok");
+                        json_bool(&w, a);
+                        event_end(&w);
+                }
+        } else if (streq(member, "PropertiesChanged") &&
+                   sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &dev) > 0) {
+                if (!json)
                         printf("changed  %s\n", dev);
+                else {
+                        event_begin(&w, "changed");
+                        event_string(&w, "device", dev);
+                        event_end(&w);
+                }
         }
         fflush(stdout);
         return 0;
@@ -258,6 +379,39 @@ int verb_monitor(int argc, char **argv) {
         return r < 0 ? -EIO : 0;
 }
 
+/* check-config --json: every diagnostic, and how many of each level. */
+static void diags_json(const ConfigDiags *diags, size_t errors) {
+        JsonWriter w;
+
+        ctl_json_begin(&w);
+        json_object_begin(&w);
+        json_key(&w, "diagnostics");
+        json_array_begin(&w);
+        for (size_t i = 0; i < diags->n; i++) {
+                const ConfigDiag *d = &diags->items[i];
+                json_object_begin(&w);
+                json_key(&w, "file");
+                json_string(&w, d->file);
+                json_key(&w, "line");
+                if (d->line > 0)
+                        json_uint(&w, d->line);
+                else
+                        json_null(&w);
+                json_key(&w, "level");
+                json_string(&w, d->level == DIAG_ERROR ? "error" : "warning");
+                json_key(&w, "message");
+                json_string(&w, d->message);
+                json_object_end(&w);
+        }
+        json_array_end(&w);
+        json_key(&w, "errors");
+        json_uint(&w, errors);
+        json_key(&w, "warnings");
+        json_uint(&w, diags->n - errors);
+        json_object_end(&w);
+        ctl_json_end(&w);
+}
+
 int verb_check_config(int argc, char **argv) {
         _cleanup_(config_done) Config c = {};
         _cleanup_(config_diags_done) ConfigDiags diags = {};
@@ -281,8 +435,12 @@ int verb_check_config(int argc, char **argv) {
         }
         if (r < 0)
                 return log_error_errno(r, "check-config: %m");
-        config_diags_print(&diags, stdout);
         size_t errors = config_diags_errors(&diags);
+        if (arg_json != JSON_OFF) {
+                diags_json(&diags, errors);
+                return errors > 0 ? -EBADMSG : 0;
+        }
+        config_diags_print(&diags, stdout);
         if (errors > 0) {
                 printf("%zu error(s), %zu warning(s)\n", errors, diags.n - errors);
                 return -EBADMSG;

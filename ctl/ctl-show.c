@@ -597,6 +597,10 @@ int verb_explain(int argc, char **argv) {
 
         assert(argv);
 
+        /* The disk's record of status --json has all that explain shows (the reasons, the
+         * decision, the override, what was learned, the stall figures, the mounts): one schema. */
+        if (arg_json != JSON_OFF)
+                return verb_status(argc, argv);
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return explain_local(argv[0]);
 

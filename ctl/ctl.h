@@ -7,6 +7,7 @@
 #include <systemd/sd-bus.h>
 
 #include "exit-code.h"
+#include "json.h"
 #include "macro.h"
 
 typedef enum JsonMode { JSON_OFF, JSON_SHORT, JSON_PRETTY } JsonMode;
@@ -36,6 +37,11 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r);
  * daemon takes at most one name per disk). Returns 0 or -errno (logged; -ENODEV for no such
  * device, -EINVAL for an invalid name). */
 int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret);
+
+/* --json: starts writing JSON to stdout (pretty or short, as --json= says), and ends the
+ * document with exactly one newline. */
+void ctl_json_begin(JsonWriter *w);
+void ctl_json_end(JsonWriter *w);
 
 /* Starts a pager when stdout is a terminal (unless --no-pager). */
 void ctl_pager_open(void);

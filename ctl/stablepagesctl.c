@@ -200,6 +200,15 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
         return sd_bus_error_is_set(error) ? -EIO : r;
 }
 
+void ctl_json_begin(JsonWriter *w) {
+        json_init(w, stdout, arg_json == JSON_PRETTY);
+}
+
+void ctl_json_end(JsonWriter *w) {
+        if (!w->pretty) /* a pretty document ends with its newline */
+                fputc('\n', w->f);
+}
+
 void ctl_pager_open(void) {
         if (arg_pager && arg_json == JSON_OFF)
                 pager_open();
