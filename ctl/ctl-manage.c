@@ -64,12 +64,9 @@ int verb_set(int argc, char **argv) {
                 JsonWriter w;
                 ctl_json_begin(&w);
                 json_object_begin(&w);
-                json_key(&w, "device");
-                json_string(&w, argv[0]);
-                json_key(&w, "setting");
-                json_string(&w, argv[1]);
-                json_key(&w, "message");
-                json_string(&w, message);
+                json_member_string(&w, "device", argv[0]);
+                json_member_string(&w, "setting", argv[1]);
+                json_member_string(&w, "message", message);
                 json_object_end(&w);
                 ctl_json_end(&w);
         } else
@@ -139,8 +136,7 @@ int verb_reset(int argc, char **argv) {
                 JsonWriter w;
                 ctl_json_begin(&w);
                 json_object_begin(&w);
-                json_key(&w, "device");
-                json_string(&w, disk);
+                json_member_string(&w, "device", disk);
                 json_key(&w, "removed");
                 json_strv(&w, removed);
                 json_object_end(&w);
@@ -196,16 +192,11 @@ int verb_apply(int argc, char **argv) {
                 }
                 if (arg_json != JSON_OFF) {
                         json_object_begin(&w);
-                        json_key(&w, "device");
-                        json_string(&w, name);
-                        json_key(&w, "ok");
-                        json_bool(&w, ok);
-                        json_key(&w, "changed");
-                        json_bool(&w, changed);
-                        json_key(&w, "stable_writes");
-                        json_bool(&w, value);
-                        json_key(&w, "message");
-                        json_string(&w, message);
+                        json_member_string(&w, "device", name);
+                        json_member_bool(&w, "ok", ok);
+                        json_member_bool(&w, "changed", changed);
+                        json_member_bool(&w, "stable_writes", value);
+                        json_member_string(&w, "message", message);
                         json_object_end(&w);
                 } else if (ok)
                         printf("%s\n", message);
@@ -239,13 +230,7 @@ int verb_reload(int argc, char **argv) {
 static void event_begin(JsonWriter *w, const char *event) {
         ctl_json_begin(w);
         json_object_begin(w);
-        json_key(w, "event");
-        json_string(w, event);
-}
-
-static void event_string(JsonWriter *w, const char *key, const char *value) {
-        json_key(w, key);
-        json_string(w, value);
+        json_member_string(w, "event", event);
 }
 
 static void event_end(JsonWriter *w) {
@@ -270,12 +255,10 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                                b ? "on" : "off", s);
                 else {
                         event_begin(&w, "applied");
-                        event_string(&w, "device", name);
-                        json_key(&w, "before");
-                        json_bool(&w, a);
-                        json_key(&w, "after");
-                        json_bool(&w, b);
-                        event_string(&w, "message", s);
+                        json_member_string(&w, "device", name);
+                        json_member_bool(&w, "before", a);
+                        json_member_bool(&w, "after", b);
+                        json_member_string(&w, "message", s);
                         event_end(&w);
                 }
         } else if (streq(member, "Refused") && sd_bus_message_read(m, "ss", &name, &s) >= 0) {
@@ -283,8 +266,8 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                         printf("refused  %s: %s\n", name, s);
                 else {
                         event_begin(&w, "refused");
-                        event_string(&w, "device", name);
-                        event_string(&w, "message", s);
+                        json_member_string(&w, "device", name);
+                        json_member_string(&w, "message", s);
                         event_end(&w);
                 }
         } else if (streq(member, "RemountFinished") &&
@@ -294,13 +277,11 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                                (double) usec / 1000.0, s);
                 else {
                         event_begin(&w, "remount");
-                        event_string(&w, "target", target);
-                        event_string(&w, "device", device);
-                        json_key(&w, "ok");
-                        json_bool(&w, a);
-                        json_key(&w, "duration_usec");
-                        json_uint(&w, usec);
-                        event_string(&w, "message", s);
+                        json_member_string(&w, "target", target);
+                        json_member_string(&w, "device", device);
+                        json_member_bool(&w, "ok", a);
+                        json_member_uint(&w, "duration_usec", usec);
+                        json_member_string(&w, "message", s);
                         event_end(&w);
                 }
         } else if (streq(member, "BudgetExceeded") &&
@@ -311,13 +292,10 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                                name, (double) p99 / 1000.0, (double) budget / 1000.0, count);
                 else {
                         event_begin(&w, "budget-exceeded");
-                        event_string(&w, "device", name);
-                        json_key(&w, "p99_usec");
-                        json_uint(&w, p99);
-                        json_key(&w, "budget_usec");
-                        json_uint(&w, budget);
-                        json_key(&w, "count");
-                        json_uint(&w, count);
+                        json_member_string(&w, "device", name);
+                        json_member_uint(&w, "p99_usec", p99);
+                        json_member_uint(&w, "budget_usec", budget);
+                        json_member_uint(&w, "count", count);
                         event_end(&w);
                 }
         } else if (streq(member, "Reloaded") && sd_bus_message_read(m, "b", &a) >= 0) {
@@ -325,8 +303,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                         printf("reloaded %s\n", a ? "ok" : "with errors, kept the last good configuration");
                 else {
                         event_begin(&w, "reloaded");
-                        json_key(&w, "ok");
-                        json_bool(&w, a);
+                        json_member_bool(&w, "ok", a);
                         event_end(&w);
                 }
         } else if (streq(member, "PropertiesChanged") &&
@@ -335,7 +312,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                         printf("changed  %s\n", dev);
                 else {
                         event_begin(&w, "changed");
-                        event_string(&w, "device", dev);
+                        json_member_string(&w, "device", dev);
                         event_end(&w);
                 }
         }
@@ -390,24 +367,19 @@ static void diags_json(const ConfigDiags *diags, size_t errors) {
         for (size_t i = 0; i < diags->n; i++) {
                 const ConfigDiag *d = &diags->items[i];
                 json_object_begin(&w);
-                json_key(&w, "file");
-                json_string(&w, d->file);
+                json_member_string(&w, "file", d->file);
                 json_key(&w, "line");
                 if (d->line > 0)
                         json_uint(&w, d->line);
                 else
                         json_null(&w);
-                json_key(&w, "level");
-                json_string(&w, d->level == DIAG_ERROR ? "error" : "warning");
-                json_key(&w, "message");
-                json_string(&w, d->message);
+                json_member_string(&w, "level", d->level == DIAG_ERROR ? "error" : "warning");
+                json_member_string(&w, "message", d->message);
                 json_object_end(&w);
         }
         json_array_end(&w);
-        json_key(&w, "errors");
-        json_uint(&w, errors);
-        json_key(&w, "warnings");
-        json_uint(&w, diags->n - errors);
+        json_member_uint(&w, "errors", errors);
+        json_member_uint(&w, "warnings", diags->n - errors);
         json_object_end(&w);
         ctl_json_end(&w);
 }

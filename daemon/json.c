@@ -106,3 +106,18 @@ void json_strv(JsonWriter *w, char *const *l) {
                 json_string(w, *s);
         json_array_end(w);
 }
+
+void json_member_string(JsonWriter *w, const char *key, const char *s) {
+        json_key(w, key);
+        json_string(w, s);
+}
+
+void json_member_uint(JsonWriter *w, const char *key, uint64_t v) {
+        json_key(w, key);
+        json_uint(w, v);
+}
+
+void json_member_bool(JsonWriter *w, const char *key, bool v) {
+        json_key(w, key);
+        json_bool(w, v);
+}

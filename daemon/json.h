@@ -34,5 +34,10 @@ void json_uint(JsonWriter *w, uint64_t v);
 void json_bool(JsonWriter *w, bool v);
 void json_null(JsonWriter *w);
 
+/* Writes one member of an object: its name, then its value. */
+void json_member_string(JsonWriter *w, const char *key, const char *s);
+void json_member_uint(JsonWriter *w, const char *key, uint64_t v);
+void json_member_bool(JsonWriter *w, const char *key, bool v);
+
 /* Writes an array of strings (NULL-terminated; NULL writes []). */
 void json_strv(JsonWriter *w, char *const *l);

@@ -59,5 +59,24 @@ robust_call() {
                 "org.stablepages1.Manager.$@" 2>&1
 }
 
+# robust_loop_pair: attaches two loop devices of 32 MiB, $loop and $prot, and configures the
+# daemon to manage both, $prot "needing" stable writes (Need=required: off without force is
+# refused, and its own StableWrites=off cannot be applied).
+robust_loop_pair() {
+        local n m
+        n=$(sp_free_loop_number)
+        loop=loop$n
+        sp_loop_attach "$n" 32M
+        m=$(sp_free_loop_number)
+        prot=loop$m
+        sp_loop_attach "$m" 32M
+        sp_config "[Manager]
+Devices=$loop $prot
+RescanSec=0
+
+[Device $prot]
+Need=required"
+}
+
 # VmRSS of a process in KiB.
 robust_rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }

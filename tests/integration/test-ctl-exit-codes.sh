@@ -38,20 +38,8 @@ expect_nobody() {
                 sp_fail "(nobody) stablepagesctl $*: exit $rc and error: lines disagree: $out"
 }
 
-n=$(sp_free_loop_number)
-loop=loop$n
-sp_loop_attach "$n" 32M
-m=$(sp_free_loop_number)
-prot=loop$m
-sp_loop_attach "$m" 32M
-# prot "needs" stable writes (Need=required): off without force is refused, and its own
-# StableWrites=off cannot be applied.
-sp_config "[Manager]
-Devices=$loop $prot
-RescanSec=0
-
-[Device $prot]
-Need=required"
+# $loop, and $prot that "needs" stable writes (Need=required).
+robust_loop_pair
 printf '[Manager]\nPolicy=sideways\n' >"$SP_TMP/bad.conf"
 chmod 755 "$SP_TMP"
 

@@ -34,18 +34,8 @@ json() {
         done
 }
 
-n=$(sp_free_loop_number)
-loop=loop$n
-sp_loop_attach "$n" 32M
-m=$(sp_free_loop_number)
-prot=loop$m
-sp_loop_attach "$m" 32M
-sp_config "[Manager]
-Devices=$loop $prot
-RescanSec=0
-
-[Device $prot]
-Need=required"
+# $loop, and $prot that "needs" stable writes (Need=required).
+robust_loop_pair
 printf '[Manager]\nPolicy=balanced\nPolicy=sideways\n' >"$SP_TMP/bad.conf"
 
 # 1. No daemon: explain reads sysfs; check-config reads files.
