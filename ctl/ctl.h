@@ -29,6 +29,10 @@ int ctl_bus_open(sd_bus **ret);
  * installed as an activatable service) has started it. */
 bool ctl_daemon_running(sd_bus *bus);
 
+/* Opens the bus and checks that the daemon is there, for the verbs that need it. Returns 0,
+ * or -ESRCH when the daemon is not running (logged, naming verb). */
+int ctl_daemon_bus(const char *verb, sd_bus **ret);
+
 /* Prints "VERB: message" for a failed call and returns what it means: -ENODEV for no such
  * device, -EINVAL for an invalid name, -EIO for any other error the daemon replied, else r. */
 int ctl_call_error(const char *what, const sd_bus_error *error, int r);
