@@ -86,10 +86,11 @@ static void say_hazard(const char *disk, const char *need, const char *reason, c
                           disk, why ?: need, disk);
 }
 
-static void say_local_hazards(const Engine *e, int argc, char **argv) {
+/* The hazards of the disks (every disk when NULL) without the daemon: their flags. */
+static void say_local_hazards(const Engine *e, char *const *disks) {
         for (size_t i = 0; i < e->table.n; i++) {
                 const EngineDevice *d = &e->devices[i];
-                if ((argc == 0 || strv_contains(argv, d->facts->name)) && !d->facts->hidden &&
+                if ((!disks || strv_contains(disks, d->facts->name)) && !d->facts->hidden &&
                     need_is_protected(d->class.need) && !d->class.in_force &&
                     d->facts->stable_writes != ATTR_ABSENT)
                         say_hazard(d->facts->name, need_to_string(d->class.need),
@@ -97,27 +98,37 @@ static void say_local_hazards(const Engine *e, int argc, char **argv) {
         }
 }
 
-static int check_local_names(Engine *e, int argc, char **argv) {
-        for (int i = 0; i < argc; i++)
-                if (!engine_find(e, argv[i]))
+/* Maps each name (disk or partition) to its disk, each disk once, as ctl_resolve_names() does
+ * through the daemon. Returns 0, or -ENODEV for a name that is no block device (logged). */
+static int local_resolve_names(Engine *e, int argc, char **argv, char ***ret) {
+        _cleanup_strv_free_ char **disks = NULL;
+
+        for (int i = 0; i < argc; i++) {
+                EngineDevice *d = engine_find(e, argv[i]);
+                if (!d)
                         return log_error_errno(SYNTHETIC_ERRNO(ENODEV), "%s: no such block device.",
                                                argv[i]);
+                if (!strv_contains(disks, d->facts->name) && strv_extend(&disks, d->facts->name) < 0)
+                        return log_oom();
+        }
+        *ret = TAKE_PTR(disks);
         return 0;
 }
 
 static int status_local(int argc, char **argv) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
 
         say_fallback();
         int r = local_engine(&e);
         if (r < 0)
                 return r;
-        r = check_local_names(&e, argc, argv);
+        r = local_resolve_names(&e, argc, argv, &disks);
         if (r < 0)
                 return r;
         if (arg_json != JSON_OFF) {
-                engine_dump_json(&e, argc > 0 ? argv : NULL, stdout, arg_json == JSON_PRETTY);
+                engine_dump_json(&e, disks, stdout, arg_json == JSON_PRETTY);
                 return 0;
         }
         t = table_new(status_header);
@@ -125,7 +136,7 @@ static int status_local(int argc, char **argv) {
                 return log_oom();
         for (size_t i = 0; i < e.table.n; i++) {
                 const EngineDevice *d = &e.devices[i];
-                if (argc > 0 && !strv_contains(argv, d->facts->name))
+                if (disks && !strv_contains(disks, d->facts->name))
                         continue;
                 const char *row[] = { d->facts->name,
                                       need_to_string(d->class.need),
@@ -139,7 +150,7 @@ static int status_local(int argc, char **argv) {
         _cleanup_(table_freep) Table *o = table_new(overrides_header);
         OverrideEntry *entries = NULL;
         size_t n = 0;
-        if (!o || engine_list_overrides(&e, argc > 0 ? argv : NULL, &entries, &n) < 0)
+        if (!o || engine_list_overrides(&e, disks, &entries, &n) < 0)
                 return log_oom();
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = overrides_add(o, entries[i].disk, setting_to_string(entries[i].setting),
@@ -150,7 +161,7 @@ static int status_local(int argc, char **argv) {
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
-        say_local_hazards(&e, argc, argv);
+        say_local_hazards(&e, disks);
         return 0;
 }
 
@@ -401,7 +412,7 @@ static int explain_local(const char *name) {
         print_stable_id(match);
         if (d->need_problem)
                 printf("  %-9s%s\n", "problem:", d->need_problem);
-        say_local_hazards(&e, 1, (char *[]){ d->facts->name, NULL });
+        say_local_hazards(&e, (char *[]){ d->facts->name, NULL });
         if (d->learned != LEARNED_NONE) {
                 char when[64] = "?";
                 time_t t = (time_t) (d->learned_since_usec / USEC_PER_SEC);

@@ -37,11 +37,28 @@ json() {
 # $loop, and $prot that "needs" stable writes (Need=required).
 robust_loop_pair
 printf '[Manager]\nPolicy=balanced\nPolicy=sideways\n' >"$SP_TMP/bad.conf"
+# A third loop device with one partition (an MBR written by hand: 1 MiB in, to the end), for
+# explain --json PARTITION: the record of its disk, with and without the daemon.
+p=$(sp_free_loop_number)
+truncate -s 32M "$SP_TMP/part.img"
+printf '\x00\x00\x00\x00\x83\x00\x00\x00\x00\x08\x00\x00\x00\xf8\x00\x00' |
+        dd of="$SP_TMP/part.img" bs=1 seek=446 conv=notrunc status=none
+printf '\x55\xaa' | dd of="$SP_TMP/part.img" bs=1 seek=510 conv=notrunc status=none
+sp_defer "sp_loop_destroy $p"
+losetup -P "/dev/loop$p" "$SP_TMP/part.img" || sp_fail "cannot attach /dev/loop$p with partitions"
+part=
+for _ in $(seq 50); do
+        [ -e "/sys/class/block/loop${p}p1" ] && part=loop${p}p1 && break
+        sleep 0.02
+done
+# A kernel without CONFIG_MSDOS_PARTITION (this sandbox's) makes no partition: said, not failed.
+[ -n "$part" ] || sp_log "note: no loop${p}p1 (the kernel reads no MBR): explain --json PARTITION not checked"
 
 # 1. No daemon: explain reads sysfs; check-config reads files.
 json 0 "length == 1 and .[0].name == \"$loop\" and .[0].kind == \"loop\" and (.[0].reasons | length) > 0
         and (.[0].desired | type) == \"string\" and .[0].setting == \"auto\" and .[0].override == null" \
         --config-dir="$SP_ETC" explain "$loop"
+[ -z "$part" ] || json 0 "length == 1 and .[0].name == \"loop$p\"" --config-dir="$SP_ETC" explain "$part"
 json 0 '.diagnostics == [] and .errors == 0 and .warnings == 0' check-config --config-dir="$SP_ETC"
 json 1 ".errors == 1 and .warnings == 0 and (.diagnostics | length) == 1 and .diagnostics[0].file == \"$SP_TMP/bad.conf\"
         and .diagnostics[0].line == 3 and .diagnostics[0].level == \"error\"
@@ -53,6 +70,7 @@ robust_daemon_start
 json 0 "length == 1 and .[0].name == \"$loop\" and (.[0].stalls | type) == \"object\" and (.[0].mounts | type) == \"array\"" \
         status "$loop"
 json 0 "length == 1 and .[0].name == \"$prot\" and .[0].need == \"required\"" explain "$prot"
+[ -z "$part" ] || json 0 "length == 1 and .[0].name == \"loop$p\"" explain "$part"
 json 0 'type == "array"' stats
 json 0 "length == 1 and .[0].name == \"$loop\"" stats "$loop"
 json 0 ".device == \"$loop\" and .setting == \"on\" and (.message | startswith(\"$loop\"))" set "$loop" on --runtime --apply
