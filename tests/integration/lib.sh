@@ -73,6 +73,20 @@ sp_setup() {
 }
 
 # Milliseconds since the epoch.
+# sp_require TOOL...: skips unless every TOOL is on the PATH.
+sp_require() {
+        local t
+        for t in "$@"; do
+                command -v "$t" >/dev/null || sp_skip "$t is missing (scripts/install-deps test)"
+        done
+}
+
+# sp_ctl_arg PATH: sets CTL to stablepagesctl, given as PATH (a test's $2) or $STABLEPAGESCTL.
+sp_ctl_arg() {
+        CTL=${1:-${STABLEPAGESCTL:-}}
+        [ -x "$CTL" ] || sp_fail "no stablepagesctl: pass it as \$2 or in \$STABLEPAGESCTL"
+}
+
 sp_now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # sp_wait_for MS DESCRIPTION COMMAND...: polls COMMAND every 20 ms until it succeeds;

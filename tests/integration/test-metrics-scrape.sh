@@ -21,9 +21,7 @@ SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sp_setup "${1:-}"
 [ -x "${STALL_WRITER:-}" ] || sp_skip "stall-writer not built (\$STALL_WRITER)"
 [ -e /sys/class/zram-control/hot_add ] || sp_skip "no zram-control in this kernel"
-for t in mkfs.ext4 dbus-daemon busctl prometheus-node-exporter promtool; do
-        command -v $t >/dev/null || sp_skip "$t is missing (scripts/install-deps test)"
-done
+sp_require mkfs.ext4 dbus-daemon busctl prometheus-node-exporter promtool
 # Debian's python3 has the parser (python3-prometheus-client) and python3-yaml.
 py=/usr/bin/python3
 $py -c 'import prometheus_client.parser, yaml' 2>/dev/null ||

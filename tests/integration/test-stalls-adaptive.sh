@@ -27,12 +27,9 @@ set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/integration/lib.sh"
 sp_setup "${1:-}"
-CTL=${2:-${STABLEPAGESCTL:-}}
-[ -x "$CTL" ] || sp_fail "no stablepagesctl: pass it as \$2 or in \$STABLEPAGESCTL"
+sp_ctl_arg "${2:-}"
 [ -x "${STALL_WRITER:-}" ] || sp_skip "stall-writer not built (\$STALL_WRITER)"
-for t in mkfs.ext4 dbus-daemon busctl python3; do
-        command -v $t >/dev/null || sp_skip "$t is missing"
-done
+sp_require mkfs.ext4 dbus-daemon busctl python3
 # Debian's python3-prometheus-client is for /usr/bin/python3, which another python3 may shadow.
 PY=""
 for p in python3 /usr/bin/python3; do

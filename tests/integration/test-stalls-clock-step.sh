@@ -19,9 +19,7 @@ SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sp_setup "${1:-}"
 [ -x "${STALL_WRITER:-}" ] || sp_skip "stall-writer not built (\$STALL_WRITER)"
 [ -f "${REALTIME_SHIFT:-}" ] || sp_skip "realtime-shift.so not built (\$REALTIME_SHIFT)"
-for t in mkfs.ext4 dbus-daemon busctl; do
-        command -v $t >/dev/null || sp_skip "$t is missing"
-done
+sp_require mkfs.ext4 dbus-daemon busctl
 . "$SRC/tests/integration/stalls-lib.sh"
 stalls_setup
 

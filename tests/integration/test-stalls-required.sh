@@ -15,9 +15,7 @@ SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 sp_setup "${1:-}"
 [ -x "${STALL_WRITER:-}" ] || sp_skip "stall-writer not built (\$STALL_WRITER)"
 [ -e /sys/class/zram-control/hot_add ] || sp_skip "no zram-control in this kernel"
-for t in mkfs.ext4 dbus-daemon busctl; do
-        command -v $t >/dev/null || sp_skip "$t is missing"
-done
+sp_require mkfs.ext4 dbus-daemon busctl
 
 . "$SRC/tests/integration/stalls-lib.sh"
 stalls_setup

@@ -16,12 +16,9 @@ set -euo pipefail
 SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$SRC/tests/integration/lib.sh"
 sp_setup "${1:-}"
-CTL=${2:-${STABLEPAGESCTL:-}}
-[ -x "$CTL" ] || sp_fail "no stablepagesctl: pass it as \$2 or in \$STABLEPAGESCTL"
+sp_ctl_arg "${2:-}"
 [ -x "${STALL_WRITER:-}" ] || sp_skip "stall-writer not built (\$STALL_WRITER)"
-for t in mkfs.ext4 dbus-daemon busctl; do
-        command -v $t >/dev/null || sp_skip "$t is missing"
-done
+sp_require mkfs.ext4 dbus-daemon busctl
 
 . "$SRC/tests/integration/stalls-lib.sh"
 stalls_setup
