@@ -238,8 +238,8 @@ sp_state_is() { [ "$(jq -r "$1" "$SP_RUNTIME/devices.json" 2>/dev/null)" = "$2" 
 sp_lines() { if [ -e "$1" ]; then wc -l <"$1"; else echo 0; fi; }
 
 # sp_log_has_since LINE REGEX: true when the daemon log has REGEX after line LINE.
-sp_log_has_since() { tail -n +"$(($1 + 1))" "$SP_TMP/daemon.log" | grep -Eq -- "$2"; }
-sp_notify_has_since() { tail -n +"$(($1 + 1))" "$SP_TMP/notify.log" | grep -Eq -- "$2"; }
+sp_log_has_since() { grep -Eq -- "$2" <(tail -n +"$(($1 + 1))" "$SP_TMP/daemon.log"); }
+sp_notify_has_since() { grep -Eq -- "$2" <(tail -n +"$(($1 + 1))" "$SP_TMP/notify.log"); }
 
 # Starts the daemon in the background with the test's config and runtime dirs and waits
 # for READY=1 on its notify socket. Extra arguments go to the daemon; environment for it

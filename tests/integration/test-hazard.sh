@@ -86,7 +86,7 @@ echo 1 > "/sys/block/$loop/queue/stable_writes"
 umount "$mnt" && mount "/dev/$loop" "$mnt" || exit 1
 echo change > "/sys/block/$loop/uevent" # what makes the daemon read the disk again
 for _ in $(seq 100); do
-        ctl --json=short status "$loop" | grep -q '"in_force":true' && break
+        grep -q '"in_force":true' <<<"$(ctl --json=short status "$loop")" && break
         sleep 0.05
 done
 sleep 0.3 # the mount table is re-read at most every 100 ms

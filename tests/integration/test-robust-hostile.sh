@@ -41,7 +41,7 @@ P99_MS=50
 # An ASan build is a correctness run: it answers many times slower, and holds freed memory in
 # quarantine. Its figures are printed; only what must hold whatever the speed is checked.
 asan=false
-ldd "$SP_BIN" 2>/dev/null | grep -q libasan && asan=true
+grep -q libasan <<<"$(ldd "$SP_BIN" 2>/dev/null)" && asan=true
 
 robust_own_loop 16M
 robust_daemon_start

@@ -50,7 +50,7 @@ growth=$((end - warm))
 sp_log "load: $CLIENTS clients x $CALLS calls: all answered in $(get elapsed_ms) ms ($(get calls_per_s) calls/s);" \
         "latency p50 $(get p50_us) us, p99 $(get p99_us) us, max $(get max_us) us;" \
         "daemon RSS $rss_start KiB at start, $warm KiB after warm-up, $end KiB at the end (max $(get rss_max_kib))"
-if ldd "$SP_BIN" 2>/dev/null | grep -q libasan; then
+if grep -q libasan <<<"$(ldd "$SP_BIN" 2>/dev/null)"; then
         # ASan holds freed memory in quarantine (up to 256 MiB): RSS says nothing here; its
         # leak check at the daemon's exit (sp_daemon_stop wants exit status 0) does.
         sp_log "load: RSS growth not checked in an ASan build (LeakSanitizer checks at exit)"

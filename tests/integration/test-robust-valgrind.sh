@@ -13,7 +13,7 @@ source "$(dirname "$0")/robust-lib.sh"
 robust_setup --bus "$@"
 command -v valgrind >/dev/null || sp_skip "valgrind is not installed"
 command -v mkfs.ext4 >/dev/null || sp_skip "mkfs.ext4 is not installed"
-if ldd "$SP_BIN" 2>/dev/null | grep -q 'libasan\|libubsan'; then
+if grep -q 'libasan\|libubsan' <<<"$(ldd "$SP_BIN" 2>/dev/null)"; then
         sp_skip "$SP_BIN is built with sanitizers; valgrind cannot run it (the regular build runs this test)"
 fi
 

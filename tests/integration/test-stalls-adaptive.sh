@@ -118,7 +118,7 @@ sed 's/^/#   /' <<<"$text"
 grep -q "stall-writer" <<<"$text" || sp_fail "stats: no top command"
 grep -Eq '65536 -> 131071 +: +[0-9]+ +\|\*+' <<<"$text" || sp_fail "stats: no bar in the 64-128 ms bucket"
 grep -q "^DEVICE.*P99" <<<"$("$CTL" --no-pager status)" || sp_fail "status has no p99 column"
-"$CTL" --no-pager status | grep -q "^Stall probe: bpf" || sp_fail "status does not show the probe mode"
+grep -q "^Stall probe: bpf" <<<"$("$CTL" --no-pager status)" || sp_fail "status does not show the probe mode"
 
 # 4. MetricsFile= through a real Prometheus text parser.
 sp_wait_for 5000 "metrics file" test -s "$SP_TMP/metrics/stablepages.prom" >/dev/null
