@@ -13,10 +13,8 @@
  * "MAJ:MIN" of the whole disk).
  *
  * Cost model: sched_switch runs on every context switch, so it first reads one global
- * (nr_waiting) and returns when no task is waiting; then it tests prev's and next's slots in
- * `waiting_slots` (a counting filter keyed by the task_struct's address, which the tracepoint
- * hands over) and looks a task up in the `waiting` hash only when its slot is not 0. The wait
- * tracepoint runs only when a task waits.
+ * (nr_waiting) and returns when no task is waiting; only then does it read prev's and next's
+ * pid and look them up in the `waiting` hash. The wait tracepoint runs only when a task waits.
  *
  * A wait record is
  *   opened  at the tracepoint (a second hit of the same task before it slept restarts it),
@@ -40,20 +38,6 @@
  * wait under its kind, and from then on the program classifies that path itself. Nothing is
  * read from /proc/kallsyms at start-up. With classify_callers 0 (nothing can name an address)
  * every wait is STALL_KIND_STABLE and user space says the waits are unclassified.
- *
- * The stack walk costs ~3 us per wait (the unwinder), most of the program's cost. So the
- * program also leaves user space, once per distinct stack, the walked frames and the 64 words
- * of the stack above the tracepoint's arguments (`layouts`); user space finds each return
- * address among the words and learns (a) the offset from the arguments of the first one above
- * them, which is always the raw tracepoint's glue (glue_off, glue_ret) and (b) for each return
- * address of a wait function, how far above it the next return address lies (frame_next: the
- * frame size of the function it returns into, fixed at that call site). The fast path then
- * reads the word at glue_off, checks it is glue_ret, and hops from return address to return
- * address with frame_next, reading each, until one that `callers` names and that is not a
- * wait function: the same caller the walk finds. Anything unknown on the way (no glue yet, an
- * address not in frame_next or `callers`, a read that fails) and it walks the stack. One in 64
- * fast classifications (verify_fast_mask) is walked too and compared: a disagreement counts
- * in fast_mismatch, the walk's kind is recorded, and the fast path is off from then on.
  *
  * The structs are declared locally with preserve_access_index (CO-RE): libbpf relocates the
  * field offsets against the running kernel's BTF, so no vmlinux.h is needed.
@@ -105,7 +89,9 @@ struct bdev_inode { /* block/bdev.c: the inode of a block device node's page cac
         struct inode vfs_inode;
 } __attribute__((preserve_access_index));
 
-struct task_struct;
+struct task_struct {
+        int pid;
+} __attribute__((preserve_access_index));
 
 struct task_struct___state { /* 5.14+ */
         unsigned int __state;
@@ -129,18 +115,9 @@ struct waiting {
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, 4096); /* tasks waiting at once; more are counted in `lost` */
-        __type(key, __u64);        /* the task_struct's address: sched_switch has it at no cost */
+        __type(key, __u32);        /* thread id */
         __type(value, struct waiting);
 } waiting SEC(".maps");
-
-/* sched_switch's filter: how many records of `waiting` hash to each slot (task_slot()). A task
- * whose slot holds 0 waits for nothing, and that costs sched_switch no map lookup. */
-#define WAITING_SLOTS 1024
-__u32 waiting_slots[WAITING_SLOTS] = {};
-
-static __always_inline __u32 task_slot(__u64 task) {
-        return (__u32) ((task * 0x9E3779B97F4A7C15ULL) >> 54) & (WAITING_SLOTS - 1);
-}
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -183,21 +160,12 @@ struct {
         __type(value, struct stall_bpf_stack);
 } pending_stacks SEC(".maps");
 
-/* 0 is "no stack" */
-static __always_inline __u32 frames_hash(const struct stall_bpf_stack *st) {
-        __u32 hash = 2166136261u;
-
-        for (__u32 g = 0; g < STALL_BPF_STACK_DEPTH; g++)
-                hash = (hash ^ (__u32) (st->ips[g] ^ (st->ips[g] >> 32))) * 16777619u;
-        return hash | 1;
-}
-
 /* The kind of the wait whose frames are ips (n bytes of them): STALL_KIND_PENDING (with the
- * frames saved under hash in pending_stacks) when a frame is not in `callers` yet. The stack
- * starts in the raw tracepoint's glue (the program's own frame is skipped); the caller is the
- * first frame after the wait functions (STALL_KIND_SKIP), so frames before them do not count. */
-static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n, __u32 hash) {
-        __u32 in_wait = 0;
+ * frames saved under *ret_stack) when a frame is not in `callers` yet. The stack starts in the
+ * program and the raw tracepoint's glue; the caller is the first frame after the wait functions
+ * (STALL_KIND_SKIP), so frames before them do not count. */
+static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n, __u32 *ret_stack) {
+        __u32 in_wait = 0, hash = 2166136261u;
 
         for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
                 __u32 *kind;
@@ -207,8 +175,12 @@ static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n,
                 kind = bpf_map_lookup_elem(&callers, &st->ips[f]);
                 if (!kind) {
                         /* Not named yet: keep the frames for user space. */
+                        for (__u32 g = 0; g < STALL_BPF_STACK_DEPTH; g++)
+                                hash = (hash ^ (__u32) (st->ips[g] ^ (st->ips[g] >> 32))) * 16777619u;
+                        hash |= 1; /* 0 is "no stack" */
                         if (bpf_map_update_elem(&pending_stacks, &hash, st, BPF_ANY) < 0)
                                 break;
+                        *ret_stack = hash;
                         return STALL_KIND_PENDING;
                 }
                 if (*kind == STALL_KIND_SKIP)
@@ -220,127 +192,18 @@ static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n,
         return STALL_KIND_STABLE;
 }
 
-/* The fast path's map of the stack, which user space learns from the `layouts` the walks
- * leave (see the top of this file). */
-__u64 glue_ret = 0;      /* the return address found first above the tracepoint's arguments */
-__u64 glue_off = 0;      /* its word's offset from them, in bytes */
-__u64 layouts_added = 0; /* entries added to `layouts` */
-__u64 walks = 0;         /* waits classified by a stack walk (bpf_get_stack) */
-__u64 fast = 0;          /* waits classified from the learned words */
-__u64 fast_checked = 0;  /* of those, checked against a stack walk */
-__u64 fast_mismatch = 0; /* checked ones the walk classified otherwise: the fast path is off */
-
-/* A fast classification is checked against a walk when a random number & this mask is 0: one
- * in 64 by default, each of them in tests (STABLEPAGES_STALLS_VERIFY_FAST=1). */
-const volatile __u32 verify_fast_mask = 63;
-
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, STALL_BPF_MAX_CALLERS);
-        __type(key, __u64);   /* a return address */
-        __type(value, __u32); /* bytes from its word up to the next return address's */
-} frame_next SEC(".maps");
-
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, STALL_BPF_MAX_LAYOUTS);
-        /* Freed after an RCU grace period, not reused at once: user space never copies a
-         * layout that is being overwritten. */
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __type(key, __u32); /* frames_hash() of its frames */
-        __type(value, struct stall_bpf_layout);
-} layouts SEC(".maps");
-
-struct scratch {
-        __u64 args; /* the address of the tracepoint's arguments, as a number */
-        struct stall_bpf_layout layout;
-};
-
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct scratch);
-} scratch SEC(".maps");
-
-/* The kind of the wait from the learned words: the word glue_off bytes above the tracepoint's
- * arguments must be glue_ret; from each return address, frame_next leads to the next one, up to
- * the first that `callers` names and that is not a wait function. STALL_KIND_PENDING when
- * anything on the way is not known: the caller then walks the stack. */
-static __always_inline __u32 classify_fast(__u64 args) {
-        __u64 off = glue_off, v = 0;
-
-        if (!glue_ret || fast_mismatch || bpf_probe_read_kernel(&v, sizeof(v), (void *) (args + off)) < 0 ||
-            v != glue_ret)
-                return STALL_KIND_PENDING;
-        for (__u32 i = 0; i < STALL_BPF_FAST_DEPTH; i++) {
-                __u32 *delta = bpf_map_lookup_elem(&frame_next, &v), *kind;
-
-                if (!delta || !*delta)
-                        return STALL_KIND_PENDING;
-                off += *delta;
-                if (bpf_probe_read_kernel(&v, sizeof(v), (void *) (args + off)) < 0)
-                        return STALL_KIND_PENDING;
-                kind = bpf_map_lookup_elem(&callers, &v);
-                if (!kind)
-                        return STALL_KIND_PENDING;
-                if (*kind != STALL_KIND_SKIP)
-                        return *kind;
-        }
-        return STALL_KIND_PENDING;
-}
-
 static __always_inline __u32 classify(void *ctx, __u32 *ret_stack) {
-        __u32 zero = 0, kind, fast_kind, hash;
-        struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
-        struct stall_bpf_stack *st;
-        __u64 args;
+        struct stall_bpf_stack st = {};
         long n;
 
         if (!classify_callers)
                 return STALL_KIND_STABLE;
-        if (!sc) {
-                __sync_fetch_and_add(&unclassified, 1);
-                return STALL_KIND_STABLE;
-        }
-        /* The verifier lets a privileged program store a pointer in a map and read it back as
-         * a number, which it can add an offset to (never the context pointer itself). */
-        *(volatile __u64 *) &sc->args = (__u64) ctx;
-        args = *(volatile __u64 *) &sc->args;
-        fast_kind = classify_fast(args);
-        if (fast_kind != STALL_KIND_PENDING) {
-                __sync_fetch_and_add(&fast, 1);
-                if (bpf_get_prandom_u32() & verify_fast_mask)
-                        return fast_kind;
-        } else
-                __sync_fetch_and_add(&walks, 1);
-
-        st = &sc->layout.stack;
-        /* Skip the first frame, the program itself: it would have to be named, once per place
-         * the compiler put a call of the helper. */
-        n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), 1 & BPF_F_SKIP_FIELD_MASK);
+        n = bpf_get_stack(ctx, st.ips, sizeof(st.ips), 0);
         if (n <= 0) {
-                if (fast_kind != STALL_KIND_PENDING)
-                        return fast_kind;
                 __sync_fetch_and_add(&unclassified, 1);
                 return STALL_KIND_STABLE;
         }
-        hash = frames_hash(st);
-        /* A sample of the stack words for user space, once per stack until it takes it. */
-        if (!bpf_map_lookup_elem(&layouts, &hash) &&
-            bpf_probe_read_kernel(sc->layout.words, sizeof(sc->layout.words), (void *) args) == 0 &&
-            bpf_map_update_elem(&layouts, &hash, &sc->layout, BPF_NOEXIST) == 0)
-                __sync_fetch_and_add(&layouts_added, 1);
-        kind = classify_frames(st, n, hash);
-        if (kind == STALL_KIND_PENDING)
-                *ret_stack = hash;
-        else if (fast_kind != STALL_KIND_PENDING) {
-                /* The walk is the truth: a fast path that disagrees is never used again. */
-                __sync_fetch_and_add(&fast_checked, 1);
-                if (kind != fast_kind)
-                        __sync_fetch_and_add(&fast_mismatch, 1);
-        }
-        return kind;
+        return classify_frames(&st, n, ret_stack);
 }
 
 static __always_inline __u32 log2_u64(__u64 v) {
@@ -365,11 +228,9 @@ static __always_inline __u32 log2_u64(__u64 v) {
         return r;
 }
 
-static __always_inline void drop(__u64 task, __u64 *counter) {
-        if (bpf_map_delete_elem(&waiting, &task) == 0) {
-                __sync_fetch_and_add(&waiting_slots[task_slot(task)], -1);
+static __always_inline void drop(__u32 pid, __u64 *counter) {
+        if (bpf_map_delete_elem(&waiting, &pid) == 0)
                 __sync_fetch_and_add(&nr_waiting, -1);
-        }
         if (counter)
                 __sync_fetch_and_add(counter, 1);
 }
@@ -393,7 +254,7 @@ static __always_inline struct backing_dev_info *mapping_bdi(struct address_space
 }
 
 static __always_inline int wait_start(void *ctx, struct address_space *mapping) {
-        __u64 task = bpf_get_current_task();
+        __u32 pid = (__u32) bpf_get_current_pid_tgid();
         struct backing_dev_info *bdi = mapping_bdi(mapping);
         struct waiting w = {}, *old;
 
@@ -406,17 +267,16 @@ static __always_inline int wait_start(void *ctx, struct address_space *mapping) 
         bpf_get_current_comm(w.comm, sizeof(w.comm));
         w.kind = classify(ctx, &w.stack);
 
-        if (bpf_map_update_elem(&waiting, &task, &w, BPF_NOEXIST) == 0) {
-                __sync_fetch_and_add(&waiting_slots[task_slot(task)], 1);
-                __sync_fetch_and_add(&nr_waiting, 1);
-                return 0;
-        }
-        old = bpf_map_lookup_elem(&waiting, &task);
+        old = bpf_map_lookup_elem(&waiting, &pid);
         if (old) {
                 /* The previous hit never slept: this is a new wait. */
                 __builtin_memcpy(old, &w, sizeof(w));
                 __sync_fetch_and_add(&unmatched, 1);
-        } else
+                return 0;
+        }
+        if (bpf_map_update_elem(&waiting, &pid, &w, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&nr_waiting, 1);
+        else
                 __sync_fetch_and_add(&lost, 1);
         return 0;
 }
@@ -433,7 +293,7 @@ int wait_on_page_writeback(struct bpf_raw_tracepoint_args *ctx) {
         return wait_start(ctx, (void *) ctx->args[1]);
 }
 
-static __always_inline void wait_end(__u64 task, struct waiting *w, __u64 now) {
+static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
         struct stall_bpf_key bk = {};
         struct stall_bpf_comm_key ck = {};
         struct stall_bpf_hist *h;
@@ -447,7 +307,7 @@ static __always_inline void wait_end(__u64 task, struct waiting *w, __u64 now) {
         bk.stack = w->stack;
         ck.kind = w->kind;
         ck.stack = w->stack;
-        drop(task, NULL);
+        drop(pid, NULL);
 
         h = bpf_map_lookup_elem(&hists, &bk);
         if (!h) {
@@ -490,42 +350,31 @@ static __always_inline void wait_end(__u64 task, struct waiting *w, __u64 now) {
                 __sync_fetch_and_add(&lost_comms, 1); /* counted in hists, but no comm */
 }
 
-/* The end of prev's wait, or its arming, when prev waits (its slot says it may). */
-static __always_inline void switch_out(int preempt, __u64 prev, unsigned long prev_state, __u64 now) {
-        struct waiting *w = bpf_map_lookup_elem(&waiting, &prev);
+static __always_inline int switch_common(int preempt, struct task_struct *prev, struct task_struct *next,
+                                         unsigned long prev_state) {
+        struct waiting *w;
+        __u32 pid;
+        __u64 now = bpf_ktime_get_ns();
 
-        if (!w || w->armed)
-                return;
-        if (preempt)
-                ; /* preempted on the way to sleep: keep */
-        else if ((prev_state & TASK_UNINTERRUPTIBLE) && now - w->resumed_ns <= STALE_NS)
-                w->armed = 1;
-        else
-                drop(prev, &unmatched);
-}
+        pid = (__u32) BPF_CORE_READ(prev, pid);
+        w = bpf_map_lookup_elem(&waiting, &pid);
+        if (w && !w->armed) {
+                if (preempt)
+                        ; /* preempted on the way to sleep: keep */
+                else if ((prev_state & TASK_UNINTERRUPTIBLE) && now - w->resumed_ns <= STALE_NS)
+                        w->armed = 1;
+                else
+                        drop(pid, &unmatched);
+        }
 
-static __always_inline void switch_in(__u64 next, __u64 now) {
-        struct waiting *w = bpf_map_lookup_elem(&waiting, &next);
-
+        pid = (__u32) BPF_CORE_READ(next, pid);
+        w = bpf_map_lookup_elem(&waiting, &pid);
         if (!w)
-                return;
+                return 0;
         if (w->armed)
-                wait_end(next, w, now);
+                wait_end(pid, w, now);
         else
                 w->resumed_ns = now;
-}
-
-static __always_inline int switch_common(int preempt, __u64 prev, __u64 next, unsigned long prev_state) {
-        __u32 out = waiting_slots[task_slot(prev)], in = waiting_slots[task_slot(next)];
-        __u64 now;
-
-        if (!out && !in)
-                return 0;
-        now = bpf_ktime_get_ns();
-        if (out)
-                switch_out(preempt, prev, prev_state, now);
-        if (in)
-                switch_in(next, now);
         return 0;
 }
 
@@ -535,7 +384,8 @@ SEC("raw_tracepoint/sched_switch")
 int sched_switch(struct bpf_raw_tracepoint_args *ctx) {
         if (!nr_waiting)
                 return 0;
-        return switch_common(ctx->args[0], ctx->args[1], ctx->args[2], (unsigned int) ctx->args[3]);
+        return switch_common(ctx->args[0], (void *) ctx->args[1], (void *) ctx->args[2],
+                             (unsigned int) ctx->args[3]);
 }
 
 /* Before 5.18 there is no prev_state argument: read the task's state. */
@@ -550,7 +400,7 @@ int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
                 state = BPF_CORE_READ((struct task_struct___state *) prev, __state);
         else
                 state = BPF_CORE_READ((struct task_struct___state_old *) prev, state);
-        return switch_common(ctx->args[0], (__u64) prev, ctx->args[2], state);
+        return switch_common(ctx->args[0], prev, (void *) ctx->args[2], state);
 }
 
 /* For user space, run with BPF_PROG_TEST_RUN: names the kernel text address sym_ip as

@@ -333,34 +333,6 @@ int stall_kallsyms_lookup(const char *path, const uint64_t *ips, size_t n,
         return nonzero ? 0 : -EPERM;
 }
 
-int stall_layout_slots(const uint64_t *ips, size_t n, const uint64_t *words, size_t n_words,
-                       int *ret_slots) {
-        int first = -ENOENT;
-        size_t from = 0;
-
-        for (size_t i = 0; i < n; i++)
-                ret_slots[i] = -1;
-        for (size_t i = 0; i < n && ips[i] != 0; i++) {
-                size_t w = n_words, copies = 0;
-
-                for (size_t j = from; j < n_words; j++)
-                        if (words[j] == ips[i] && copies++ == 0)
-                                w = j;
-                if (copies > 1)
-                        break; /* a stale copy lies beside the real one: which is which? */
-                if (copies == 0) {
-                        if (first >= 0)
-                                break;
-                        continue;
-                }
-                ret_slots[i] = (int) w;
-                if (first < 0)
-                        first = (int) i;
-                from = w + 1;
-        }
-        return first;
-}
-
 static bool is_space(char c) {
         return c == ' ' || c == '\t';
 }
@@ -493,8 +465,6 @@ struct StallProbe {
         bool symbolizer;             /* the symbolize program names addresses, not kallsyms */
         StallStackKind *stack_kinds; /* the kinds of pending_stacks' entries, once resolved */
         size_t n_stack_kinds;
-        uint64_t layouts_seen; /* layouts_added when `layouts` was last read */
-        bool fast_off_logged;  /* the fast path's mismatch was logged */
 #endif
 };
 
@@ -583,8 +553,6 @@ static struct stalls_bpf *bpf_open(bool has_folio, unsigned kernel, bool symboli
         bpf_program__set_autoload(skel->progs.sched_switch_3args, !four_args);
         bpf_program__set_autoload(skel->progs.symbolize, symbolize);
         skel->rodata->classify_callers = classify;
-        if (env_true("STABLEPAGES_STALLS_VERIFY_FAST")) /* tests: check each fast classification */
-                skel->rodata->verify_fast_mask = 0;
         return skel;
 }
 
@@ -764,74 +732,6 @@ static unsigned bpf_pending_kind(StallProbe *p, uint32_t stack) {
         return kind;
 }
 
-/* Learns from one walked stack where its return addresses lie, for the program's fast path:
- * from the first one above the tracepoint's arguments (glue_ret, a wait function or the
- * tracepoint's glue) through the wait functions up to the caller that decides, the distance
- * from each to the next in frame_next. A distance that differs from one learned before is
- * never used (0). The hop to the caller that decides is learned only when the frame after it
- * lies above it too: a copy of the caller's return address left inside a wait function's frame
- * by an earlier call would otherwise pass for it, with the real one beyond the words read. */
-static void bpf_learn_layout(StallProbe *p, const struct stall_bpf_layout *l) {
-        int fd = bpf_map__fd(p->skel->maps.frame_next), slots[STALL_BPF_STACK_DEPTH], first;
-        const uint64_t *ips = (const uint64_t *) l->stack.ips;
-        unsigned kinds[STALL_BPF_STACK_DEPTH];
-        size_t n = 0;
-
-        while (n < STALL_BPF_STACK_DEPTH && ips[n] != 0)
-                n++;
-        bpf_caller_kinds(p, ips, n, kinds);
-        first = stall_layout_slots(ips, n, (const uint64_t *) l->words, STALL_BPF_STACK_WORDS, slots);
-        if (first < 0 || kinds[first] != STALL_KIND_SKIP)
-                return;
-        for (size_t k = first; k + 1 < n && slots[k + 1] >= 0 && kinds[k] == STALL_KIND_SKIP; k++) {
-                uint32_t delta = (uint32_t) (slots[k + 1] - slots[k]) * sizeof(uint64_t), old;
-                bool decides = kinds[k + 1] != STALL_KIND_SKIP;
-
-                if (decides && (k + 2 >= n || slots[k + 2] < 0))
-                        return;
-                if (bpf_map_lookup_elem(fd, &ips[k], &old) == 0 && old != delta) {
-                        log_debug("Stall probe: the frame after %#" PRIx64 " lay %" PRIu32 " and %" PRIu32
-                                  " bytes above it: walking the stack for it.",
-                                  ips[k], old, delta);
-                        delta = 0;
-                }
-                if (bpf_map_update_elem(fd, &ips[k], &delta, BPF_ANY) < 0)
-                        return; /* full: those waits keep walking the stack */
-                if (decides) {
-                        p->skel->bss->glue_off = (uint64_t) slots[first] * sizeof(uint64_t);
-                        p->skel->bss->glue_ret = ips[first];
-                        return;
-                }
-        }
-}
-
-/* Takes the stacks the program walked since the last call, learns from them and removes them. */
-static void bpf_learn_layouts(StallProbe *p) {
-        int fd = bpf_map__fd(p->skel->maps.layouts);
-        uint32_t keys[STALL_BPF_MAX_LAYOUTS], *prev = NULL;
-        uint64_t added = p->skel->bss->layouts_added;
-        size_t n = 0;
-
-        if (p->classified && p->skel->bss->fast_mismatch && !p->fast_off_logged) {
-                log_warning(
-                        "Stall probe: a stack walk classified a wait otherwise than the stack words learned "
-                        "before had; walking the stack for every wait from now on.");
-                p->fast_off_logged = true;
-        }
-        if (!p->classified || added == p->layouts_seen)
-                return;
-        p->layouts_seen = added;
-        while (n < ELEMENTSOF(keys) && bpf_map_get_next_key(fd, prev, &keys[n]) == 0)
-                prev = &keys[n++];
-        for (size_t i = 0; i < n; i++) {
-                struct stall_bpf_layout l;
-
-                if (bpf_map_lookup_elem(fd, &keys[i], &l) == 0)
-                        bpf_learn_layout(p, &l);
-                (void) bpf_map_delete_elem(fd, &keys[i]);
-        }
-}
-
 static void bpf_stop(StallProbe *p) {
         if (p->skel)
                 stalls_bpf__destroy(p->skel);
@@ -874,7 +774,6 @@ static int bpf_list(StallProbe *p, StallStats **ret, size_t *ret_n) {
         hv = calloc(p->ncpus, sizeof(*hv));
         if (!hv)
                 return -ENOMEM;
-        bpf_learn_layouts(p);
 
         while (bpf_map_get_next_key(hfd, prev_bk, &bk) == 0) {
                 struct stall_bpf_key key = bk;
@@ -1114,19 +1013,6 @@ uint64_t stall_probe_unmatched(StallProbe *p) {
                 return p->skel->bss->unmatched;
 #endif
         return 0;
-}
-
-void stall_probe_classify_counts(StallProbe *p, StallClassifyCounts *ret) {
-        *ret = (StallClassifyCounts){};
-#if HAVE_BPF
-        if (p->mode == STALL_PROBE_BPF)
-                *ret = (StallClassifyCounts){
-                        .fast = p->skel->bss->fast,
-                        .walks = p->skel->bss->walks,
-                        .checked = p->skel->bss->fast_checked,
-                        .mismatches = p->skel->bss->fast_mismatch,
-                };
-#endif
 }
 
 int stall_probe_poll(StallProbe *p) {

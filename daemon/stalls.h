@@ -45,9 +45,6 @@
 #define STALL_BPF_MAX_STACKS 1024  /* frames of waits recorded before their addresses were named */
 #define STALL_BPF_STACK_DEPTH 8    /* frames examined to find the caller */
 #define STALL_BPF_SYMBOL_LEN 128
-#define STALL_BPF_STACK_WORDS 64  /* words of stack above the tracepoint's arguments in a layout */
-#define STALL_BPF_MAX_LAYOUTS 256 /* stacks sampled for user space to learn from at once */
-#define STALL_BPF_FAST_DEPTH 4    /* return addresses the fast path follows after the first */
 
 /* Why a task waited, from the function that called folio_wait_writeback(): */
 #define STALL_KIND_STABLE 0 /* about to modify the page: a stable-pages wait (the default) */
@@ -73,13 +70,6 @@ struct stall_bpf_comm_key {
 
 struct stall_bpf_stack {
         unsigned long long ips[STALL_BPF_STACK_DEPTH]; /* return addresses, 0 after the last */
-};
-
-/* A walked stack and the words of the stack above the tracepoint's arguments at that moment:
- * where each return address lies, for the fast path to read it there. */
-struct stall_bpf_layout {
-        struct stall_bpf_stack stack;
-        unsigned long long words[STALL_BPF_STACK_WORDS]; /* words[0] is at the arguments, going up */
 };
 
 struct stall_bpf_hist {
@@ -182,15 +172,6 @@ unsigned stall_classify_caller(const char *symbol);
 int stall_kallsyms_lookup(const char *path, const uint64_t *ips, size_t n,
                           char (*ret_names)[STALL_BPF_SYMBOL_LEN]);
 
-/* Where the walked return addresses ips[0..n) lie among the stack words words[0..n_words)
- * (words[0] at the tracepoint's arguments, going up): ret_slots[i] is the index of the word
- * holding ips[i], each above the one before. The frames before the first one found (below the
- * arguments: the program's and its caller's) are -1, and so are, from the first frame not found
- * after it or found in more than one word above the one before (a stale copy beside the real
- * one), that frame and every one after it. Returns the index of the first frame found, or
- * -ENOENT. */
-int stall_layout_slots(const uint64_t *ips, size_t n, const uint64_t *words, size_t n_words, int *ret_slots);
-
 /* Parses one line of a tracefs trace_pipe holding a folio_wait_writeback or
  * wait_on_page_writeback event ("  comm-pid  [cpu] flags  ts: folio_wait_writeback: bdi 7:0:
  * ino=12 index=0"). On success copies the command and the bdi name and returns 1; a
@@ -234,17 +215,6 @@ bool stall_probe_classified(const StallProbe *p);
 /* Waits seen but not recorded (a map full, tracefs ring buffer overrun): when non-zero the
  * counts are lower bounds. Tracepoint hits that did not sleep are not waits and not lost. */
 uint64_t stall_probe_lost(StallProbe *p);
-
-/* How the BPF probe classified waits (all 0 in the other modes or when waits are not
- * classified): */
-typedef struct StallClassifyCounts {
-        uint64_t fast;       /* from the stack words learned from earlier walks */
-        uint64_t walks;      /* by walking the stack: the fast path did not know the path yet */
-        uint64_t checked;    /* fast ones also walked, to check them */
-        uint64_t mismatches; /* checked ones the walk classified otherwise: the fast path is off */
-} StallClassifyCounts;
-
-void stall_probe_classify_counts(StallProbe *p, StallClassifyCounts *ret);
 
 /* Stable-pages waits recorded without their command (BPF mode: the table of commands, least
  * recently used out first, could take no entry): the top commands may miss some. Else 0. */

@@ -403,36 +403,18 @@ def section3(raw, out, m):
         with open(path) as f:
             text = f.read()
         doc["overhead_text"] = text
-        modes, spread_modes = [], []
+        section = None
         for line in text.splitlines():
-            cells = [c.strip() for c in line.split("|")]
-            if cells[0] == "workload":
-                modes = [c for c in cells[1:] if "/" not in c and c != "paired"]
-                continue
-            sm = re.match(r"spread \(.*\): (.*)$", line)
+            mm = re.match(r"(.*?)\s+([0-9]+)\s+([0-9]+)\s+([0-9]+)\s+([0-9.]+)\s+([0-9.]+)$", line)
+            if mm and not line.startswith(" "):
+                rows.append(dict(workload=mm.group(1).strip(), none=float(mm.group(2)), bpf=float(mm.group(3)),
+                                 tracefs=float(mm.group(4)), bpf_ratio=float(mm.group(5)),
+                                 tracefs_ratio=float(mm.group(6))))
+            sm = re.match(r"(.*\))\s+([0-9]+-[0-9]+) \| ([0-9]+-[0-9]+) \| ([0-9]+-[0-9]+)$", line)
             if sm:
-                spread_modes = sm.group(1).split()
-                continue
-            if modes and len(cells) == 1 + len(modes) + 2 * (len(modes) - 1):
-                row = dict(workload=cells[0])
-                for i, mode in enumerate(modes):
-                    row[mode] = float(cells[1 + i])
-                for j, mode in enumerate(modes[1:]):
-                    row[mode + "_ratio"] = float(cells[1 + len(modes) + 2 * j])
-                    row[mode + "_paired_ratio"] = float(cells[2 + len(modes) + 2 * j])
-                rows.append(row)
-            elif spread_modes and line.endswith(tuple("0123456789")) and " | " in line:
-                name = re.match(r"(.*\))\s", line)
-                ranges = re.findall(r"[0-9]+-[0-9]+", line)
-                if name and len(ranges) == len(spread_modes):
-                    spread[name.group(1).strip()] = dict(zip(spread_modes, ranges))
+                spread[sm.group(1).strip()] = dict(none=sm.group(2), bpf=sm.group(3), tracefs=sm.group(4))
         for r in rows:
             r["spread"] = spread.get(r["workload"])
-        # "  rewrite1   bpf   folio_wait_writeback   3217 ns/run   15273 runs/s"
-        doc["bpf_stats"] = [dict(workload=g[0], probe=g[1], program=g[2], ns_per_run=float(g[3]),
-                                 runs_per_sec=float(g[4]))
-                            for g in re.findall(r"^\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9]+) ns/run\s+([0-9]+) runs/s$",
-                                                text, re.M)]
         doc["overhead"] = rows
         print(text.rstrip())
     with open(os.path.join(out, "probe-cost.json"), "w") as f:

@@ -7,11 +7,7 @@
  *    "sum_usec":..,"max_usec":..,"sync_sum_usec":..,"other_sum_usec":..,"p50_usec":..,
  *    "p99_usec":..,"hist":[..32 buckets..],"comms":[{"comm":"stall-writer","count":N}]}]}
  * count, the percentiles, hist and comms are the stable-pages waits; sync_* are data-integrity
- * waits (fsync...), other_* truncation/reclaim/migration waits. After "unmatched", BPF mode
- * adds how waits were classified: classified_fast (from learned stack words), classified_by_walk
- * (a stack walk), fast_checked (fast ones walked too; all of them with
- * STABLEPAGES_STALLS_VERIFY_FAST=1) and fast_mismatches (checked ones the walk classified
- * otherwise); all 0 in the other modes.
+ * waits (fsync...), other_* truncation/reclaim/migration waits.
  * In mode "unavailable" devices is null (nothing was measured). */
 #include <getopt.h>
 #include <inttypes.h>
@@ -144,12 +140,8 @@ int main(int argc, char *argv[]) {
                 printf(",\"devices\":null}\n");
                 return 0;
         }
-        StallClassifyCounts cc;
-        stall_probe_classify_counts(p, &cc);
-        printf(",\"lost\":%" PRIu64 ",\"unmatched\":%" PRIu64 ",\"classified_fast\":%" PRIu64
-               ",\"classified_by_walk\":%" PRIu64 ",\"fast_checked\":%" PRIu64
-               ",\"fast_mismatches\":%" PRIu64 ",\"devices\":[",
-               stall_probe_lost(p), stall_probe_unmatched(p), cc.fast, cc.walks, cc.checked, cc.mismatches);
+        printf(",\"lost\":%" PRIu64 ",\"unmatched\":%" PRIu64 ",\"devices\":[", stall_probe_lost(p),
+               stall_probe_unmatched(p));
         r = stall_probe_list(p, &list, &n);
         if (r < 0)
                 return log_error_errno(r, "stall_probe_list: %m"), 1;

@@ -260,54 +260,6 @@ static void test_classify(void) {
         CHECK_INT(stall_classify_caller("bpf_trace_run2+0x103/0x1c0"), STALL_KIND_SKIP);
 }
 
-static void test_layout_slots(void) {
-        /* A stack as the program walks it on 6.18 (the program, bpf_trace_run2, then
-         * folio_wait_writeback and its caller), and the words above the tracepoint's arguments:
-         * locals, saved registers, and the return addresses at 3 and 6; a stale copy of the
-         * caller's return address lies below folio_wait_writeback's and must not be taken. */
-        const uint64_t prog = 0xffffffffc00275f4ULL, run2 = 0xffffffff814caaf3ULL,
-                       wait = 0xffffffff815b276fULL, caller = 0xffffffff815a8c7cULL,
-                       above = 0xffffffff817e767eULL;
-        uint64_t ips[6] = { prog, run2, wait, caller, above, 0 };
-        uint64_t words[10] = { 7, caller, 0, wait, 1, 2, caller, 3, above, 4 };
-        int slots[6];
-
-        CHECK_INT(stall_layout_slots(ips, 6, words, 10, slots), 2);
-        CHECK_INT(slots[0], -1);
-        CHECK_INT(slots[1], -1);
-        CHECK_INT(slots[2], 3);
-        CHECK_INT(slots[3], 6);
-        CHECK_INT(slots[4], 8);
-        CHECK_INT(slots[5], -1);
-
-        /* a frame not found after the first one ends the layout: nothing above it is trusted */
-        ips[3] = 0xffffffff81000000ULL;
-        CHECK_INT(stall_layout_slots(ips, 6, words, 10, slots), 2);
-        CHECK_INT(slots[2], 3);
-        CHECK_INT(slots[3], -1);
-        CHECK_INT(slots[4], -1);
-
-        /* the words beyond the scanned ones */
-        ips[3] = caller;
-        CHECK_INT(stall_layout_slots(ips, 6, words, 5, slots), 2);
-        CHECK_INT(slots[3], -1);
-
-        /* a second copy of the caller's return address above folio_wait_writeback's (in its
-         * frame, left by an earlier call): which one is the caller's is not known, so neither
-         * it nor anything after it is taken */
-        words[4] = caller;
-        CHECK_INT(stall_layout_slots(ips, 6, words, 10, slots), 2);
-        CHECK_INT(slots[2], 3);
-        CHECK_INT(slots[3], -1);
-        CHECK_INT(slots[4], -1);
-        words[4] = 1;
-
-        /* nothing found */
-        CHECK_INT(stall_layout_slots(ips, 2, words, 10, slots), -ENOENT);
-        CHECK_INT(slots[0], -1);
-        CHECK_INT(slots[1], -1);
-}
-
 static char *write_temp(const char *content) {
         char *path = strdup("/tmp/test-stalls-XXXXXX");
         int fd = mkstemp(path);
@@ -386,7 +338,6 @@ int main(void) {
         test_bdi_names();
         test_trace_lines();
         test_classify();
-        test_layout_slots();
         test_kallsyms();
         test_unavailable();
         return tests_finish();

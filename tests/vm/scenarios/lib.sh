@@ -242,8 +242,7 @@ PROBE_PID=
 probe_start() {
         local i
         rm -f /run/sp/probe.ready
-        STABLEPAGES_STALLS_VERIFY_FAST=1 "$BUILD/tests/stall-probe-dump" --ready-file /run/sp/probe.ready \
-                > /run/sp/probe.json 2> /run/sp/probe.err &
+        "$BUILD/tests/stall-probe-dump" --ready-file /run/sp/probe.ready > /run/sp/probe.json 2> /run/sp/probe.err &
         PROBE_PID=$!
         for ((i = 0; i < 100; i++)); do
                 [ -s /run/sp/probe.ready ] && return 0
@@ -253,19 +252,12 @@ probe_start() {
         die "the stall probe did not start"
 }
 # probe_stop DEVNUM: stops the probe; sets PROBE_MODE and PROBE_WAITS (its count of stable-pages
-# waits of writers on the filesystem of block device DEVNUM, e.g. 9:0), and PROBE_FAST and
-# PROBE_FAST_BAD: waits classified from learned stack words, and those of them a stack walk
-# (probe_start has each walked) classified otherwise or did not check
+# waits of writers on the filesystem of block device DEVNUM, e.g. 9:0)
 probe_stop() {
         kill -TERM "$PROBE_PID"
         wait "$PROBE_PID"
         PROBE_MODE=$(jq -r .mode /run/sp/probe.json)
         PROBE_WAITS=$(jq -r --arg d "$1" '[.devices[]? | select(.dev == $d) | .count] | add // 0' /run/sp/probe.json)
-        PROBE_FAST=$(jq -r '.classified_fast // 0' /run/sp/probe.json)
-        PROBE_FAST_BAD=$(jq -r '(.fast_mismatches // 0) + (.classified_fast // 0) - (.fast_checked // 0)' \
-                /run/sp/probe.json)
-        say "  stall probe classification: $(jq -c '{classified_fast, classified_by_walk, fast_checked,
-                fast_mismatches}' /run/sp/probe.json)"
         say "  stall probe ($PROBE_MODE): $PROBE_WAITS stable-pages waits on $1" \
                 "$(jq -c --arg d "$1" '.devices[]? | select(.dev == $d) | {p50_usec, max_usec, comms}' \
                         /run/sp/probe.json)"
