@@ -17,12 +17,28 @@
 #include "utf8.h"
 #include "util.h"
 
+/* A disk's stall figures as the API reports them: STALL_UNMEASURED_USEC for what is not
+ * measured. */
+typedef struct StallFigures {
+        bool measured;  /* a probe runs */
+        bool durations; /* ... and measures how long each wait lasts */
+        StallStats total, window;
+        uint64_t p50_usec, p99_usec, window_p99_usec;
+        char *reason; /* why not measured, or what limits the figures; "" when nothing does */
+} StallFigures;
+
 struct BusService {
         Manager *manager;
         sd_bus *bus;
         bool named; /* owns BUS_NAME: before, nobody can address our objects or care for signals */
         BusAuth *auth;
         sd_event_source *drain, *trim;
+        /* The stall figures of the disk whose Stall* properties the current request reads (a
+         * GetAll, or GetManagedObjects, reads seven of each disk): computed once per request and
+         * disk. */
+        sd_bus_message *stall_request;
+        dev_t stall_devnum;
+        StallFigures stall_figures;
 };
 
 /* Messages handled per event loop iteration beyond sd-bus's one (see on_drain). */
@@ -164,20 +180,36 @@ static int find_device(BusService *b, const char *name, EngineDevice **ret, sd_b
         return 0;
 }
 
-/* The p99 of d's waits (since start, or of the window) in *ret: 0 without waits, untouched
- * (and -EOPNOTSUPP returned) when durations are not measured. */
-static int device_stall_p99(Manager *m, const EngineDevice *d, bool window, uint64_t *ret) {
-        StallStats total, win;
-        int r = manager_device_stalls(m, d, &total, &win, NULL);
-        if (r < 0)
-                return r;
-        const StallStats *s = window ? &win : &total;
-        if (!s->has_durations)
-                return -EOPNOTSUPP;
-        r = stall_stats_percentile(s, 0.99, ret);
-        if (r == -ENODATA)
-                *ret = 0;
-        return r == -ENODATA ? 0 : r;
+/* The q-quantile of the waits of s: 0 without waits, STALL_UNMEASURED_USEC when durations are
+ * not measured. */
+static uint64_t stall_percentile(const StallStats *s, double q) {
+        uint64_t usec;
+        int r = stall_stats_percentile(s, q, &usec);
+        return r == -ENODATA ? 0 : r < 0 ? STALL_UNMEASURED_USEC : usec;
+}
+
+static void stall_figures_done(StallFigures *f) {
+        f->reason = mfree(f->reason);
+}
+
+/* Reads the stall figures of d once, for every figure a request reports. */
+static int stall_figures_compute(Manager *m, const EngineDevice *d, StallFigures *ret) {
+        const char *reason = NULL;
+
+        stall_figures_done(ret);
+        *ret = (StallFigures){ .p50_usec = STALL_UNMEASURED_USEC,
+                               .p99_usec = STALL_UNMEASURED_USEC,
+                               .window_p99_usec = STALL_UNMEASURED_USEC };
+        ret->measured = manager_device_stalls(m, d, &ret->total, &ret->window, &reason) >= 0;
+        ret->durations = ret->measured && ret->total.has_durations;
+        if (ret->durations) {
+                ret->p50_usec = stall_percentile(&ret->total, 0.5);
+                ret->p99_usec = stall_percentile(&ret->total, 0.99);
+        }
+        if (ret->measured)
+                ret->window_p99_usec = stall_percentile(&ret->window, 0.99);
+        ret->reason = strdup(ret->measured ? reason ?: "" : manager_stall_reason(m));
+        return ret->reason ? 0 : -ENOMEM;
 }
 
 /* --- Manager methods -------------------------------------------------------------------- */
@@ -218,10 +250,12 @@ static int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *
                 EngineDevice *d = manager_device(b->manager, i);
                 _cleanup_free_ char *path = device_path(d->facts->name),
                                     *mounts = mounts_summary(b->manager, d->facts->name);
-                uint64_t p99 = STALL_UNMEASURED_USEC;
+                StallStats total;
                 if (!path || !mounts)
                         return -ENOMEM;
-                (void) device_stall_p99(b->manager, d, false, &p99);
+                uint64_t p99 = manager_device_stalls(b->manager, d, &total, NULL, NULL) >= 0
+                                       ? stall_percentile(&total, 0.99)
+                                       : STALL_UNMEASURED_USEC;
                 r = sd_bus_message_append(reply, "(sossssbt)", d->facts->name, path,
                                           need_to_string(d->class.need),
                                           kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
@@ -820,10 +854,11 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
 static int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        StallStats total = {}, win = {};
-        const char *name, *reason = NULL;
+        _cleanup_(stall_figures_done) StallFigures f = {};
+        _cleanup_(bus_strings_done) BusStrings strings = {};
+        uint64_t na = STALL_UNMEASURED_USEC;
+        const char *name;
         EngineDevice *d;
-        uint64_t p50 = STALL_UNMEASURED_USEC, p99 = STALL_UNMEASURED_USEC, wp99 = STALL_UNMEASURED_USEC;
 
         int r = sd_bus_message_read(m, "s", &name);
         if (r < 0)
@@ -831,42 +866,36 @@ static int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *er
         r = find_device(b, name, &d, error);
         if (r < 0)
                 return r;
-        bool measured = manager_device_stalls(b->manager, d, &total, &win, &reason) >= 0;
-        bool durations = measured && total.has_durations;
-        if (durations) {
-                if (stall_stats_percentile(&total, 0.5, &p50) == -ENODATA)
-                        p50 = 0;
-                (void) device_stall_p99(b->manager, d, false, &p99);
-                (void) device_stall_p99(b->manager, d, true, &wp99);
-        }
-        const Manager *mgr = b->manager;
-        uint64_t na = STALL_UNMEASURED_USEC;
-        _cleanup_(bus_strings_done) BusStrings strings = {};
+        r = stall_figures_compute(b->manager, d, &f);
+        if (r < 0)
+                return r;
+        const StallStats *total = &f.total, *win = &f.window;
 
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
                 r = sd_bus_message_append(
-                        reply, "sbbtttt", stall_probe_mode_to_string(manager_stall_mode(mgr)), measured,
-                        durations, measured ? total.count : na, durations ? total.sum_usec : na,
-                        durations ? total.max_usec : na, p50);
+                        reply, "sbbtttt", stall_probe_mode_to_string(manager_stall_mode(b->manager)),
+                        f.measured, f.durations, f.measured ? total->count : na,
+                        f.durations ? total->sum_usec : na, f.durations ? total->max_usec : na, f.p50_usec);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "t", p99);
+                r = sd_bus_message_append(reply, "t", f.p99_usec);
         if (r >= 0)
-                r = sd_bus_message_append_array(reply, 't', total.hist, durations ? sizeof total.hist : 0);
+                r = sd_bus_message_append_array(reply, 't', total->hist,
+                                                f.durations ? sizeof total->hist : 0);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(st)");
-        for (size_t i = 0; r >= 0 && measured && i < total.n_comms; i++)
-                r = sd_bus_message_append(reply, "(st)", bus_string(&strings, total.comms[i].comm),
-                                          total.comms[i].count);
+        for (size_t i = 0; r >= 0 && f.measured && i < total->n_comms; i++)
+                r = sd_bus_message_append(reply, "(st)", bus_string(&strings, total->comms[i].comm),
+                                          total->comms[i].count);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
-                r = sd_bus_message_append(
-                        reply, "tttttts", measured && total.classified ? total.sync_count : na,
-                        measured && total.classified ? total.other_count : na,
-                        mgr->engine.config.stall_window_usec, measured ? win.count : na, wp99,
-                        durations ? win.max_usec : na,
-                        bus_string(&strings, measured ? reason ?: "" : manager_stall_reason(mgr)));
+                r = sd_bus_message_append(reply, "tttttts",
+                                          f.measured && total->classified ? total->sync_count : na,
+                                          f.measured && total->classified ? total->other_count : na,
+                                          b->manager->engine.config.stall_window_usec,
+                                          f.measured ? win->count : na, f.durations ? f.window_p99_usec : na,
+                                          f.durations ? win->max_usec : na, bus_string(&strings, f.reason));
         if (r >= 0)
                 r = strings.error;
         if (r < 0)
@@ -1043,6 +1072,7 @@ static const sd_bus_vtable manager_vtable[] = {
 
 /* --- Device objects ---------------------------------------------------------------------- */
 
+/* Finds the disk of a device object: its getters' userdata. */
 static int device_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                        sd_bus_error *error) {
         BusService *b = userdata;
@@ -1053,7 +1083,7 @@ static int device_find(sd_bus *bus, const char *path, const char *interface, voi
         EngineDevice *d = manager_find_device(b->manager, name);
         if (!d || !streq(d->facts->name, name))
                 return 0;
-        *found = b;
+        *found = d;
         return 1;
 }
 
@@ -1076,149 +1106,172 @@ static int device_enumerate(sd_bus *bus, const char *path, void *userdata, char 
         return 1;
 }
 
-static int property_get_device(sd_bus *bus, const char *path, const char *interface, const char *property,
-                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        BusService *b = userdata;
-        _cleanup_free_ char *name = NULL;
-        char buf[32];
-
-        if (sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &name) <= 0)
-                return -ENOENT;
-        EngineDevice *d = manager_find_device(b->manager, name);
-        if (!d)
-                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
-        const DeviceFacts *f = d->facts;
-
-        if (streq(property, "Name"))
-                return sd_bus_message_append(reply, "s", f->name);
-        if (streq(property, "DevNum"))
-                return sd_bus_message_append(reply, "s", format_devnum(f->devnum, buf));
-        if (streq(property, "Kind"))
-                return sd_bus_message_append(reply, "s", device_kind_to_string(f->kind));
-        if (streq(property, "Need"))
-                return sd_bus_message_append(reply, "s", need_to_string(d->class.need));
-        if (streq(property, "Reasons"))
-                return append_strv_escaped(reply, d->class.reasons);
-        if (streq(property, "KernelFlag"))
-                return sd_bus_message_append(reply, "i", (int32_t) f->stable_writes);
-        if (streq(property, "InForce"))
-                return sd_bus_message_append(reply, "b", d->class.in_force);
-        if (streq(property, "Desired"))
-                return sd_bus_message_append(reply, "s", desired_to_string(d->decision.desired));
-        if (streq(property, "DesiredSource"))
-                return sd_bus_message_append(reply, "s", desired_source_to_string(d->decision.source));
-        if (streq(property, "DecisionReason"))
-                return append_string_escaped(reply, d->decision.reason);
-        if (streq(property, "Setting"))
-                return sd_bus_message_append(reply, "s", setting_to_string(d->setting));
-        if (streq(property, "Managed"))
-                return sd_bus_message_append(reply, "b", d->managed);
-        if (streq(property, "DiskSeq"))
-                return sd_bus_message_append(reply, "t", f->diskseq);
-        if (streq(property, "OverrideScope"))
-                return sd_bus_message_append(reply, "s", d->override_scope ?: "");
-        if (streq(property, "OverrideBinding"))
-                return append_string_escaped(reply, d->override_binding);
-        if (streq(property, "OverrideSource"))
-                return append_string_escaped(reply, d->override_source);
-        if (streq(property, "StableId")) {
-                _cleanup_(stable_id_done) StableId id = {};
-                _cleanup_free_ char *match = NULL;
-                int r = stable_id_pick(f, &b->manager->engine.table, false, &id, NULL);
-                if (r == -ENOMEM)
-                        return r;
-                match = r >= 0 ? stable_id_match_text(&id) : NULL;
-                if (r >= 0 && !match)
-                        return -ENOMEM;
-                return append_string_escaped(reply, match);
-        }
-        if (streq(property, "Pending"))
-                return sd_bus_message_append(reply, "b", manager_count_pending(b->manager, f->name) > 0);
-        if (startswith(property, "Stall")) {
-                StallStats total = {}, win = {};
-                const char *reason = NULL;
-                uint64_t p99 = STALL_UNMEASURED_USEC, na = STALL_UNMEASURED_USEC;
-                bool measured = manager_device_stalls(b->manager, d, &total, &win, &reason) >= 0;
-                if (streq(property, "StallMeasured"))
-                        return sd_bus_message_append(reply, "b", measured);
-                if (streq(property, "StallCount"))
-                        return sd_bus_message_append(reply, "t", measured ? total.count : na);
-                if (streq(property, "StallMaxUSec"))
-                        return sd_bus_message_append(reply, "t",
-                                                     measured && total.has_durations ? total.max_usec : na);
-                if (streq(property, "StallWindowCount"))
-                        return sd_bus_message_append(reply, "t", measured ? win.count : na);
-                if (streq(property, "StallReason"))
-                        return append_string_escaped(reply,
-                                                     measured ? reason : manager_stall_reason(b->manager));
-                (void) device_stall_p99(b->manager, d, streq(property, "StallWindowP99USec"), &p99);
-                return sd_bus_message_append(reply, "t", p99);
-        }
-        if (streq(property, "Learned"))
-                return sd_bus_message_append(reply, "s", learned_to_string(d->learned) ?: "");
-        if (streq(property, "LearnedUSec"))
-                return sd_bus_message_append(
-                        reply, "t", d->learned == LEARNED_NONE ? UINT64_C(0) : d->learned_since_usec);
-        if (streq(property, "LearnedReason"))
-                return append_string_escaped(reply, d->learned_reason);
-        if (streq(property, "Mounts")) {
-                _cleanup_free_ const TrackedMount **mounts = NULL;
-                _cleanup_(bus_strings_done) BusStrings strings = {};
-                int r = manager_get_mounts(b->manager, f->name, &mounts);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_open_container(reply, 'a', "(sssbs)");
-                for (const TrackedMount **t = mounts; r >= 0 && t && *t; t++)
-                        r = sd_bus_message_append(reply, "(sssbs)", bus_string(&strings, (*t)->target),
-                                                  bus_string(&strings, (*t)->fstype),
-                                                  (*t)->effective ? "on" : "off", (*t)->pending,
-                                                  bus_string(&strings, (*t)->reason));
-                if (r >= 0)
-                        r = strings.error;
-                return r < 0 ? r : sd_bus_message_close_container(reply);
-        }
-        return -ENOENT;
+/* The service of a device object, whose getters have the disk as userdata: the userdata the
+ * fallback vtable was registered with. */
+static BusService *device_service(sd_bus *bus) {
+        return sd_bus_slot_get_userdata(sd_bus_get_current_slot(bus));
 }
 
-#define DEVICE_PROPERTY(name, sig)                                                                          \
-        SD_BUS_PROPERTY(name, sig, property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+/* The stall figures of d for the current request: read once per request and disk. */
+static int device_stall_figures(sd_bus *bus, const EngineDevice *d, const StallFigures **ret) {
+        BusService *b = device_service(bus);
+        sd_bus_message *request = sd_bus_get_current_message(bus);
 
-#define STALL_PROPERTY(name, sig) SD_BUS_PROPERTY(name, sig, property_get_device, 0, 0)
+        if (!request || request != b->stall_request || d->facts->devnum != b->stall_devnum) {
+                b->stall_request = sd_bus_message_unref(b->stall_request);
+                int r = stall_figures_compute(b->manager, d, &b->stall_figures);
+                if (r < 0)
+                        return r;
+                /* Held until the next request: its address names no other message meanwhile. */
+                b->stall_request = sd_bus_message_ref(request);
+                b->stall_devnum = d->facts->devnum;
+        }
+        *ret = &b->stall_figures;
+        return 0;
+}
+
+/* A getter of a device property: appends expr, of D-Bus type sig, computed from the disk d. */
+#define DEFINE_DEVICE_PROPERTY(name, sig, expr)                                                             \
+        static int property_get_##name(sd_bus *bus, const char *path, const char *interface,                \
+                                       const char *property, sd_bus_message *reply, void *userdata,         \
+                                       sd_bus_error *error) {                                               \
+                const EngineDevice *d = userdata;                                                           \
+                return sd_bus_message_append(reply, sig, expr);                                             \
+        }
+
+/* The same for a string from the kernel or from users: escaped (utf8.h). */
+#define DEFINE_DEVICE_PROPERTY_ESCAPED(name, expr)                                                          \
+        static int property_get_##name(sd_bus *bus, const char *path, const char *interface,                \
+                                       const char *property, sd_bus_message *reply, void *userdata,         \
+                                       sd_bus_error *error) {                                               \
+                const EngineDevice *d = userdata;                                                           \
+                return append_string_escaped(reply, expr);                                                  \
+        }
+
+/* The same for a stall figure: f holds the figures of the request. */
+#define DEFINE_DEVICE_STALL_PROPERTY(name, sig, expr)                                                       \
+        static int property_get_##name(sd_bus *bus, const char *path, const char *interface,                \
+                                       const char *property, sd_bus_message *reply, void *userdata,         \
+                                       sd_bus_error *error) {                                               \
+                const StallFigures *f;                                                                      \
+                int r = device_stall_figures(bus, userdata, &f);                                            \
+                return r < 0 ? r : sd_bus_message_append(reply, sig, expr);                                 \
+        }
+
+DEFINE_DEVICE_PROPERTY(name, "s", d->facts->name);
+DEFINE_DEVICE_PROPERTY(devnum, "s", format_devnum(d->facts->devnum, (char[32]){}));
+DEFINE_DEVICE_PROPERTY(kind, "s", device_kind_to_string(d->facts->kind));
+DEFINE_DEVICE_PROPERTY(need, "s", need_to_string(d->class.need));
+DEFINE_DEVICE_PROPERTY(kernel_flag, "i", (int32_t) d->facts->stable_writes);
+DEFINE_DEVICE_PROPERTY(in_force, "b", d->class.in_force);
+DEFINE_DEVICE_PROPERTY(desired, "s", desired_to_string(d->decision.desired));
+DEFINE_DEVICE_PROPERTY(desired_source, "s", desired_source_to_string(d->decision.source));
+DEFINE_DEVICE_PROPERTY_ESCAPED(decision_reason, d->decision.reason);
+DEFINE_DEVICE_PROPERTY(setting, "s", setting_to_string(d->setting));
+DEFINE_DEVICE_PROPERTY(managed, "b", d->managed);
+DEFINE_DEVICE_PROPERTY(diskseq, "t", d->facts->diskseq);
+DEFINE_DEVICE_PROPERTY(override_scope, "s", d->override_scope ?: "");
+DEFINE_DEVICE_PROPERTY_ESCAPED(override_binding, d->override_binding);
+DEFINE_DEVICE_PROPERTY_ESCAPED(override_source, d->override_source);
+DEFINE_DEVICE_PROPERTY(pending, "b",
+                       manager_count_pending(device_service(bus)->manager, d->facts->name) > 0);
+DEFINE_DEVICE_PROPERTY(learned, "s", learned_to_string(d->learned) ?: "");
+DEFINE_DEVICE_PROPERTY(learned_usec, "t", d->learned == LEARNED_NONE ? UINT64_C(0) : d->learned_since_usec);
+DEFINE_DEVICE_PROPERTY_ESCAPED(learned_reason, d->learned_reason);
+DEFINE_DEVICE_STALL_PROPERTY(stall_measured, "b", f->measured);
+DEFINE_DEVICE_STALL_PROPERTY(stall_count, "t", f->measured ? f->total.count : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(stall_p99_usec, "t", f->p99_usec);
+DEFINE_DEVICE_STALL_PROPERTY(stall_max_usec, "t", f->durations ? f->total.max_usec : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(stall_window_count, "t", f->measured ? f->window.count : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(stall_window_p99_usec, "t", f->window_p99_usec);
+
+static int property_get_reasons(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const EngineDevice *d = userdata;
+        return append_strv_escaped(reply, d->class.reasons);
+}
+
+static int property_get_stable_id(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const EngineDevice *d = userdata;
+        _cleanup_(stable_id_done) StableId id = {};
+        _cleanup_free_ char *match = NULL;
+
+        int r = stable_id_pick(d->facts, &device_service(bus)->manager->engine.table, false, &id, NULL);
+        if (r == -ENOMEM)
+                return r;
+        match = r >= 0 ? stable_id_match_text(&id) : NULL;
+        if (r >= 0 && !match)
+                return -ENOMEM;
+        return append_string_escaped(reply, match);
+}
+
+static int property_get_mounts(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const EngineDevice *d = userdata;
+        _cleanup_free_ const TrackedMount **mounts = NULL;
+        _cleanup_(bus_strings_done) BusStrings strings = {};
+
+        int r = manager_get_mounts(device_service(bus)->manager, d->facts->name, &mounts);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sssbs)");
+        for (const TrackedMount **t = mounts; r >= 0 && t && *t; t++)
+                r = sd_bus_message_append(reply, "(sssbs)", bus_string(&strings, (*t)->target),
+                                          bus_string(&strings, (*t)->fstype), (*t)->effective ? "on" : "off",
+                                          (*t)->pending, bus_string(&strings, (*t)->reason));
+        if (r >= 0)
+                r = strings.error;
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int property_get_stall_reason(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error) {
+        const StallFigures *f;
+        int r = device_stall_figures(bus, userdata, &f);
+        return r < 0 ? r : append_string_escaped(reply, f->reason);
+}
+
+#define DEVICE_PROPERTY(name, sig, getter)                                                                  \
+        SD_BUS_PROPERTY(name, sig, property_get_##getter, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+
+#define STALL_PROPERTY(name, sig, getter) SD_BUS_PROPERTY(name, sig, property_get_##getter, 0, 0)
 
 static const sd_bus_vtable device_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Name", "s", property_get_device, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("DevNum", "s", property_get_device, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        DEVICE_PROPERTY("Kind", "s"),
-        DEVICE_PROPERTY("Need", "s"),
-        DEVICE_PROPERTY("Reasons", "as"),
-        DEVICE_PROPERTY("KernelFlag", "i"),
-        DEVICE_PROPERTY("InForce", "b"),
-        DEVICE_PROPERTY("Desired", "s"),
-        DEVICE_PROPERTY("DesiredSource", "s"),
-        DEVICE_PROPERTY("DecisionReason", "s"),
-        DEVICE_PROPERTY("Setting", "s"),
-        DEVICE_PROPERTY("Managed", "b"),
-        DEVICE_PROPERTY("DiskSeq", "t"),
+        SD_BUS_PROPERTY("Name", "s", property_get_name, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("DevNum", "s", property_get_devnum, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        DEVICE_PROPERTY("Kind", "s", kind),
+        DEVICE_PROPERTY("Need", "s", need),
+        DEVICE_PROPERTY("Reasons", "as", reasons),
+        DEVICE_PROPERTY("KernelFlag", "i", kernel_flag),
+        DEVICE_PROPERTY("InForce", "b", in_force),
+        DEVICE_PROPERTY("Desired", "s", desired),
+        DEVICE_PROPERTY("DesiredSource", "s", desired_source),
+        DEVICE_PROPERTY("DecisionReason", "s", decision_reason),
+        DEVICE_PROPERTY("Setting", "s", setting),
+        DEVICE_PROPERTY("Managed", "b", managed),
+        DEVICE_PROPERTY("DiskSeq", "t", diskseq),
         /* Computed when read (it depends on every other disk): no signal announces it. */
-        SD_BUS_PROPERTY("StableId", "s", property_get_device, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
-        DEVICE_PROPERTY("OverrideScope", "s"),
-        DEVICE_PROPERTY("OverrideBinding", "s"),
-        DEVICE_PROPERTY("OverrideSource", "s"),
-        DEVICE_PROPERTY("Mounts", "a(sssbs)"),
-        DEVICE_PROPERTY("Pending", "b"),
-        DEVICE_PROPERTY("Learned", "s"),
-        DEVICE_PROPERTY("LearnedUSec", "t"),
-        DEVICE_PROPERTY("LearnedReason", "s"),
+        SD_BUS_PROPERTY("StableId", "s", property_get_stable_id, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        DEVICE_PROPERTY("OverrideScope", "s", override_scope),
+        DEVICE_PROPERTY("OverrideBinding", "s", override_binding),
+        DEVICE_PROPERTY("OverrideSource", "s", override_source),
+        DEVICE_PROPERTY("Mounts", "a(sssbs)", mounts),
+        DEVICE_PROPERTY("Pending", "b", pending),
+        DEVICE_PROPERTY("Learned", "s", learned),
+        DEVICE_PROPERTY("LearnedUSec", "t", learned_usec),
+        DEVICE_PROPERTY("LearnedReason", "s", learned_reason),
         /* Measured figures change with every wait: read them (GetAll too, which explain uses);
          * no signal announces them. */
-        STALL_PROPERTY("StallMeasured", "b"),
-        STALL_PROPERTY("StallCount", "t"),
-        STALL_PROPERTY("StallP99USec", "t"),
-        STALL_PROPERTY("StallMaxUSec", "t"),
-        STALL_PROPERTY("StallWindowCount", "t"),
-        STALL_PROPERTY("StallWindowP99USec", "t"),
-        STALL_PROPERTY("StallReason", "s"),
+        STALL_PROPERTY("StallMeasured", "b", stall_measured),
+        STALL_PROPERTY("StallCount", "t", stall_count),
+        STALL_PROPERTY("StallP99USec", "t", stall_p99_usec),
+        STALL_PROPERTY("StallMaxUSec", "t", stall_max_usec),
+        STALL_PROPERTY("StallWindowCount", "t", stall_window_count),
+        STALL_PROPERTY("StallWindowP99USec", "t", stall_window_p99_usec),
+        STALL_PROPERTY("StallReason", "s", stall_reason),
         SD_BUS_VTABLE_END,
 };
 
@@ -1393,6 +1446,8 @@ BusService *bus_service_free(BusService *b) {
                 manager_set_event_handler(b->manager, NULL, NULL);
         sd_event_source_disable_unref(b->drain);
         sd_event_source_disable_unref(b->trim);
+        sd_bus_message_unref(b->stall_request);
+        stall_figures_done(&b->stall_figures);
         bus_auth_free(b->auth);
         sd_bus_flush_close_unref(b->bus);
         free(b);
