@@ -222,3 +222,7 @@ void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w
 /* Writes the daemon's view (policy, devices, filesystems) as one JSON object to f. This
  * is also what runtime_dir/devices.json holds after each reconcile. */
 void manager_dump_json(Manager *m, FILE *f, bool pretty);
+
+/* Rewrites runtime_dir/devices.json (manager_dump_json()) when its content changed. Returns 0
+ * or -errno. */
+int manager_write_dump(Manager *m);
