@@ -423,15 +423,13 @@ int stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN
         return 1;
 }
 
-const char *stall_probe_mode_to_string(StallProbeMode m) {
-        static const char *const names[_STALL_PROBE_MODE_MAX] = {
-                [STALL_PROBE_UNAVAILABLE] = "unavailable",
-                [STALL_PROBE_BPF] = "bpf",
-                [STALL_PROBE_TRACEFS] = "tracefs",
-        };
+static const char *const stall_probe_mode_table[_STALL_PROBE_MODE_MAX] = {
+        [STALL_PROBE_UNAVAILABLE] = "unavailable",
+        [STALL_PROBE_BPF] = "bpf",
+        [STALL_PROBE_TRACEFS] = "tracefs",
+};
 
-        return (unsigned) m < _STALL_PROBE_MODE_MAX ? names[m] : NULL;
-}
+DEFINE_STRING_TABLE_LOOKUP_TO_STRING(stall_probe_mode, StallProbeMode);
 
 static int stats_compare(const void *a, const void *b) {
         const StallStats *x = a, *y = b;

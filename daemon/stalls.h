@@ -181,6 +181,7 @@ int stall_kallsyms_lookup(const char *path, const uint64_t *ips, size_t n,
 int stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
                            char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost, const char **ret_symbol);
 
+/* "unavailable", "bpf" or "tracefs"; NULL for a value out of range. */
 const char *stall_probe_mode_to_string(StallProbeMode m);
 
 /* ---- the probe ---- */
