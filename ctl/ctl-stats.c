@@ -145,15 +145,6 @@ static void losses_text(uint64_t lost, uint64_t lost_comms) {
                        lost_comms);
 }
 
-/* The bounds of bucket i as stalls.h defines them (the daemon's library is not linked here). */
-static uint64_t bucket_lower(size_t i) {
-        return i == 0 ? 0 : UINT64_C(1) << i;
-}
-
-static uint64_t bucket_upper(size_t i, size_t n) {
-        return i + 1 >= n ? UINT64_MAX : (UINT64_C(1) << (i + 1)) - 1;
-}
-
 static void print_histogram(const Stalls *s) {
         size_t last = 0;
         uint64_t top = 0;
@@ -170,14 +161,15 @@ static void print_histogram(const Stalls *s) {
                 memset(bar, '*', n);
                 memset(bar + n, ' ', BAR_WIDTH - n);
                 bar[BAR_WIDTH] = '\0';
-                uint64_t hi = bucket_upper(i, s->n_hist);
+                /* the last bucket the daemon sent is open-ended */
+                uint64_t hi = i + 1 >= s->n_hist ? UINT64_MAX : stall_hist_bucket_upper_usec(i);
                 char his[24];
                 if (hi == UINT64_MAX)
                         snprintf(his, sizeof his, "...");
                 else
                         snprintf(his, sizeof his, "%" PRIu64, hi);
-                printf("%14" PRIu64 " -> %-12s : %-8" PRIu64 " |%s|\n", bucket_lower(i), his, s->hist[i],
-                       bar);
+                printf("%14" PRIu64 " -> %-12s : %-8" PRIu64 " |%s|\n", stall_hist_bucket_lower_usec(i), his,
+                       s->hist[i], bar);
         }
 }
 

@@ -32,7 +32,9 @@
  *
  * Histogram: bucket 0 holds waits of 0..1 us, bucket i >= 1 holds [2^i, 2^(i+1)) us, the last
  * bucket is open-ended. The pure helpers (stall_hist_*, stall_stats_*, stall_parse_*,
- * stall_classify_caller, stall_kallsyms_lookup) need neither BPF nor tracefs nor privileges. */
+ * stall_classify_caller, stall_kallsyms_lookup) need neither BPF nor tracefs nor privileges;
+ * the statistics (stall_hist_*, stall_stats_*: stalls-stats.c) are in the core library, which
+ * stablepagesctl links too. */
 
 /* Layout shared with stalls.bpf.c; plain C types only. */
 #define STALL_HIST_BUCKETS 32

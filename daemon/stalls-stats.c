@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The pure statistics of stall figures (stalls.h): histogram buckets, top commands, merging,
+ * percentiles and windows. In the core library, for stablepagesctl too: no probe here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "stalls.h"
+
+unsigned stall_hist_bucket(uint64_t usec) {
+        unsigned i = 0;
+
+        while (usec > 1 && i < STALL_HIST_BUCKETS - 1) {
+                usec >>= 1;
+                i++;
+        }
+        return i;
+}
+
+uint64_t stall_hist_bucket_lower_usec(unsigned i) {
+        if (i == 0)
+                return 0;
+        if (i >= STALL_HIST_BUCKETS)
+                return UINT64_MAX;
+        return UINT64_C(1) << i;
+}
+
+uint64_t stall_hist_bucket_upper_usec(unsigned i) {
+        if (i >= STALL_HIST_BUCKETS - 1)
+                return UINT64_MAX;
+        return (UINT64_C(1) << (i + 1)) - 1;
+}
+
+static int comm_compare(const void *a, const void *b) {
+        const StallComm *x = a, *y = b;
+
+        if (x->count != y->count)
+                return x->count < y->count ? 1 : -1;
+        return strncmp(x->comm, y->comm, sizeof(x->comm));
+}
+
+void stall_stats_add_comm(StallStats *s, const char *comm, uint64_t count) {
+        char name[STALL_BPF_COMM_LEN] = {};
+
+        if (count == 0)
+                return;
+        strncpy(name, comm ?: "?", sizeof(name) - 1);
+
+        for (size_t i = 0; i < s->n_comms; i++)
+                if (strneq(s->comms[i].comm, name, sizeof(name))) {
+                        s->comms[i].count += count;
+                        goto sort;
+                }
+        if (s->n_comms < STALL_TOP_COMMS)
+                s->n_comms++;
+        else if (s->comms[s->n_comms - 1].count >= count)
+                return;
+        memcpy(s->comms[s->n_comms - 1].comm, name, sizeof(name));
+        s->comms[s->n_comms - 1].count = count;
+sort:
+        qsort(s->comms, s->n_comms, sizeof(s->comms[0]), comm_compare);
+}
+
+void stall_stats_add_sample(StallStats *s, uint64_t usec, const char *comm) {
+        s->count++;
+        s->sum_usec += usec;
+        s->max_usec = MAX(s->max_usec, usec);
+        s->hist[stall_hist_bucket(usec)]++;
+        if (comm)
+                stall_stats_add_comm(s, comm, 1);
+}
+
+void stall_stats_merge(StallStats *a, const StallStats *b) {
+        a->sync_count += b->sync_count;
+        a->sync_sum_usec += b->sync_sum_usec;
+        a->other_count += b->other_count;
+        a->other_sum_usec += b->other_sum_usec;
+        a->count += b->count;
+        a->sum_usec += b->sum_usec;
+        a->max_usec = MAX(a->max_usec, b->max_usec);
+        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                a->hist[i] += b->hist[i];
+        for (size_t i = 0; i < b->n_comms; i++)
+                stall_stats_add_comm(a, b->comms[i].comm, b->comms[i].count);
+}
+
+int stall_stats_percentile(const StallStats *s, double q, uint64_t *ret_usec) {
+        uint64_t rank, seen = 0;
+
+        if (!(q > 0.0 && q <= 1.0))
+                return -EINVAL;
+        if (!s->has_durations)
+                return -EOPNOTSUPP;
+        if (s->count == 0)
+                return -ENODATA;
+
+        /* ceil(q * count), at least 1 */
+        rank = (uint64_t) (q * (double) s->count);
+        if ((double) rank < q * (double) s->count)
+                rank++;
+        rank = MAX(rank, UINT64_C(1));
+
+        for (unsigned i = 0; i < STALL_HIST_BUCKETS; i++) {
+                seen += s->hist[i];
+                if (seen >= rank) {
+                        *ret_usec = MIN(stall_hist_bucket_upper_usec(i), s->max_usec);
+                        return 0;
+                }
+        }
+        /* Buckets hold fewer waits than count (not possible with consistent stats). */
+        *ret_usec = s->max_usec;
+        return 0;
+}
+
+int stall_stats_subtract(const StallStats *now, const StallStats *before, StallStats *ret) {
+        StallStats d = {};
+        bool reset = false;
+        int top = -1;
+
+        if (now->devnum != before->devnum || !strneq(now->bdi, before->bdi, sizeof(now->bdi)))
+                return -EINVAL;
+
+        if (now->count < before->count || now->sum_usec < before->sum_usec ||
+            now->sync_count < before->sync_count || now->sync_sum_usec < before->sync_sum_usec ||
+            now->other_count < before->other_count || now->other_sum_usec < before->other_sum_usec)
+                reset = true;
+        for (size_t i = 0; i < STALL_HIST_BUCKETS && !reset; i++)
+                if (now->hist[i] < before->hist[i])
+                        reset = true;
+        if (reset) {
+                *ret = *now;
+                return 1;
+        }
+
+        d.devnum = now->devnum;
+        memcpy(d.bdi, now->bdi, sizeof(d.bdi));
+        d.has_durations = now->has_durations && before->has_durations;
+        d.classified = now->classified && before->classified;
+        d.sync_count = now->sync_count - before->sync_count;
+        d.sync_sum_usec = now->sync_sum_usec - before->sync_sum_usec;
+        d.other_count = now->other_count - before->other_count;
+        d.other_sum_usec = now->other_sum_usec - before->other_sum_usec;
+        d.count = now->count - before->count;
+        d.sum_usec = now->sum_usec - before->sum_usec;
+        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++) {
+                d.hist[i] = now->hist[i] - before->hist[i];
+                if (d.hist[i] > 0)
+                        top = (int) i;
+        }
+        if (d.has_durations && top >= 0)
+                d.max_usec = MIN(now->max_usec, stall_hist_bucket_upper_usec((unsigned) top));
+
+        for (size_t i = 0; i < now->n_comms; i++) {
+                uint64_t c = now->comms[i].count;
+
+                for (size_t j = 0; j < before->n_comms; j++)
+                        if (strneq(now->comms[i].comm, before->comms[j].comm, sizeof(now->comms[i].comm))) {
+                                c = c >= before->comms[j].count ? c - before->comms[j].count : 0;
+                                break;
+                        }
+                stall_stats_add_comm(&d, now->comms[i].comm, c);
+        }
+
+        *ret = d;
+        return 0;
+}
