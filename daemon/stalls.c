@@ -396,11 +396,31 @@ static struct stalls_bpf *bpf_open(bool has_folio, unsigned kernel, bool symboli
         return skel;
 }
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct stalls_bpf *, stalls_bpf__destroy);
+
+/* Opens (bpf_open()) and loads the skeleton. Returns 0 and *ret, or -errno; *ret_opened says
+ * whether the object was opened, that is whether loading failed. */
+static int bpf_load(bool has_folio, unsigned kernel, bool symbolize, bool classify, struct stalls_bpf **ret,
+                    bool *ret_opened) {
+        _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel =
+                bpf_open(has_folio, kernel, symbolize, classify);
+        int r;
+
+        *ret_opened = skel;
+        if (!skel)
+                return -errno;
+        r = stalls_bpf__load(skel);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(skel);
+        return 0;
+}
+
 static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
         _cleanup_free_ char *folio = NULL, *page = NULL;
-        struct stalls_bpf *skel;
+        _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel = NULL;
         unsigned kernel = running_kernel();
-        bool has_folio, has_page, classify;
+        bool has_folio, has_page, classify, opened;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
@@ -429,44 +449,38 @@ static int bpf_start(StallProbe *p, const char *tracefs, char **ret_error) {
          * program calling bpf_snprintf("%pB"), 5.14+), else from /proc/kallsyms. */
         p->symbolizer = kernel >= KERNEL_VERSION(5, 14, 0) && !env_true("STABLEPAGES_STALLS_FORCE_KALLSYMS");
         classify = p->symbolizer || kallsyms_readable();
-        skel = bpf_open(has_folio, kernel, p->symbolizer, classify);
-        r = skel ? stalls_bpf__load(skel) : -errno;
-        if (r < 0 && skel && p->symbolizer) {
+        r = bpf_load(has_folio, kernel, p->symbolizer, classify, &skel, &opened);
+        if (r < 0 && opened && p->symbolizer) {
                 log_debug_errno(
                         r, "Cannot load the symbolize program, naming addresses from /proc/kallsyms: %m");
-                stalls_bpf__destroy(skel);
                 p->symbolizer = false;
                 classify = kallsyms_readable();
                 libbpf_last_error[0] = '\0';
-                skel = bpf_open(has_folio, kernel, false, classify);
-                r = skel ? stalls_bpf__load(skel) : -errno;
+                r = bpf_load(has_folio, kernel, false, classify, &skel, &opened);
         }
-        if (!skel) {
+        if (r < 0 && !opened) {
                 *ret_error = strdup_printf("opening the BPF object: %s", strerror(-r));
                 return r;
         }
         if (r < 0) {
                 *ret_error = strdup_printf("loading the BPF programs: %s%s%s", strerror(-r),
                                            libbpf_last_error[0] ? ": " : "", libbpf_last_error);
-                stalls_bpf__destroy(skel);
                 return r;
         }
         r = stalls_bpf__attach(skel);
         if (r < 0) {
                 *ret_error = strdup_printf("attaching to the tracepoints: %s%s%s", strerror(-r),
                                            libbpf_last_error[0] ? ": " : "", libbpf_last_error);
-                stalls_bpf__destroy(skel);
                 return r;
         }
 
         r = libbpf_num_possible_cpus();
         if (r <= 0) {
-                stalls_bpf__destroy(skel);
                 *ret_error = strdup_printf("cannot count the possible CPUs");
                 return r < 0 ? r : -EIO;
         }
         p->ncpus = r;
-        p->skel = skel;
+        p->skel = TAKE_PTR(skel);
         p->classified = classify;
         if (!classify)
                 log_warning(
