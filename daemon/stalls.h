@@ -243,7 +243,7 @@ int stall_probe_list(StallProbe *p, StallStats **ret, size_t *ret_n);
 /* Forgets the waits of one disk, or of all when devnum is 0. Returns 0, -EOPNOTSUPP, -errno. */
 int stall_probe_reset(StallProbe *p, dev_t devnum);
 
-/* ---- internal: the tracefs backend (stalls-tracefs.c) ---- */
+/* ---- internal: the tracefs backend (stalls-tracefs.c; the BPF one is in stalls-bpf.h) ---- */
 
 typedef struct StallTracefs StallTracefs;
 

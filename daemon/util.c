@@ -212,6 +212,12 @@ int parse_boolean(const char *s) {
         return -EINVAL;
 }
 
+bool env_true(const char *name) {
+        const char *e = getenv(name);
+
+        return e && parse_boolean(e) > 0;
+}
+
 int parse_kernel_version(const char *release, unsigned *ret) {
         unsigned a = 0, b = 0, c = 0;
 

@@ -76,6 +76,9 @@ int parse_int_range(const char *s, long long min, long long max, long long *ret)
 /* Parses yes/no/true/false/on/off/1/0. Returns 0 or 1, or -EINVAL. */
 int parse_boolean(const char *s);
 
+/* Whether the environment variable name is set to a true value (parse_boolean()). */
+bool env_true(const char *name);
+
 /* Kernel release "6.12.117+deb12-amd64" -> comparable code major<<16|minor<<8|min(patch,255).
  * Returns 0 on success, -EINVAL when it does not start with a version. */
 int parse_kernel_version(const char *release, unsigned *ret);

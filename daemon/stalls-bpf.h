@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The BPF backend of the stall probe (stalls-bpf.c), for the probe's front in stalls.c. It is
+ * built only when HAVE_BPF is 1; without it stall_bpf_new() fails and says so, and the front
+ * never calls the rest (its mode is never STALL_PROBE_BPF). */
+
+#include <errno.h>
+#include <string.h>
+
+#include "stalls.h"
+
+#ifndef HAVE_BPF
+#define HAVE_BPF 0
+#endif
+
+typedef struct StallBpf StallBpf;
+
+#if HAVE_BPF
+
+/* Loads the programs this kernel needs and attaches them to the raw tracepoints found under
+ * tracefs_root. Returns 0 and *ret, or -errno with a malloc()ed explanation in *ret_error
+ * (may be NULL for -ENOMEM). */
+int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error);
+
+/* Detaches the programs and frees everything. */
+StallBpf *stall_bpf_free(StallBpf *p);
+
+/* Whether waits are classified by caller (the kernel shows its addresses, or the symbolize
+ * program names them). */
+bool stall_bpf_classified(const StallBpf *p);
+
+/* What the probe measures ("BPF raw tracepoints writeback:... + sched_switch, ..."). */
+const char *stall_bpf_description(const StallBpf *p);
+
+/* The counts of every bdi with waits (has_durations true), unsorted; *ret is malloc()ed.
+ * Returns 0 or -errno. */
+int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n);
+
+/* Forgets the waits of the bdi of that name, or of all when bdi_or_null is NULL. Returns 0 or
+ * -errno. */
+int stall_bpf_reset(StallBpf *p, const char *bdi_or_null);
+
+/* The programs' counters: as stall_probe_lost(), stall_probe_lost_comms() and
+ * stall_probe_unmatched() describe them. */
+uint64_t stall_bpf_lost(const StallBpf *p);
+uint64_t stall_bpf_lost_comms(const StallBpf *p);
+uint64_t stall_bpf_unmatched(const StallBpf *p);
+
+#else
+
+static inline int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error) {
+        *ret_error = strdup("not built with BPF support (-Dbpf=disabled or no clang/bpftool/libbpf)");
+        return *ret_error ? -EOPNOTSUPP : -ENOMEM;
+}
+static inline StallBpf *stall_bpf_free(StallBpf *p) {
+        return NULL;
+}
+static inline bool stall_bpf_classified(const StallBpf *p) {
+        return false;
+}
+static inline const char *stall_bpf_description(const StallBpf *p) {
+        return NULL;
+}
+static inline int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
+        return -EOPNOTSUPP;
+}
+static inline int stall_bpf_reset(StallBpf *p, const char *bdi_or_null) {
+        return -EOPNOTSUPP;
+}
+static inline uint64_t stall_bpf_lost(const StallBpf *p) {
+        return 0;
+}
+static inline uint64_t stall_bpf_lost_comms(const StallBpf *p) {
+        return 0;
+}
+static inline uint64_t stall_bpf_unmatched(const StallBpf *p) {
+        return 0;
+}
+
+#endif
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(StallBpf *, stall_bpf_free);
