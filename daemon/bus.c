@@ -951,80 +951,96 @@ static void append_unmounted(const char *target, const char *disk, const char *r
                 (void) sd_bus_message_append(userdata, "(sssb)", t, disk, why, retrying);
 }
 
-static int property_get_manager(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        BusService *b = userdata;
-        const Config *c = &b->manager->engine.config;
+/* A getter of a Manager property: appends expr, of D-Bus type sig, computed from the service b
+ * and the configuration in force c. */
+#define DEFINE_MANAGER_PROPERTY(name, sig, expr)                                                            \
+        static int property_get_##name(sd_bus *bus, const char *path, const char *interface,                \
+                                       const char *property, sd_bus_message *reply, void *userdata,         \
+                                       sd_bus_error *error) {                                               \
+                _unused_ BusService *b = userdata;                                                          \
+                _unused_ const Config *c = &b->manager->engine.config;                                      \
+                return sd_bus_message_append(reply, sig, expr);                                             \
+        }
 
-        if (streq(property, "Version"))
-                return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
-        if (streq(property, "Policy"))
-                return sd_bus_message_append(reply, "s", policy_mode_to_string(c->policy));
-        if (streq(property, "ApplyMounted"))
-                return sd_bus_message_append(reply, "s", apply_mounted_to_string(c->apply_mounted));
-        if (streq(property, "StallBudgetUSec"))
-                return sd_bus_message_append(reply, "t", c->stall_budget_usec);
-        if (streq(property, "StallProbe"))
-                return sd_bus_message_append(reply, "s",
-                                             stall_probe_mode_to_string(manager_stall_mode(b->manager)));
-        if (streq(property, "StallProbeReason"))
-                return append_string_escaped(reply, manager_stall_reason(b->manager));
-        if (streq(property, "StallLost") || streq(property, "StallCommsLost")) {
-                uint64_t waits = STALL_UNMEASURED_USEC, comms = STALL_UNMEASURED_USEC;
-                (void) manager_stall_losses(b->manager, &waits, &comms);
-                return sd_bus_message_append(reply, "t", streq(property, "StallLost") ? waits : comms);
+/* What the probe could not record, STALL_UNMEASURED_USEC when nothing measures. */
+static uint64_t stall_lost(BusService *b, bool comms) {
+        uint64_t waits = STALL_UNMEASURED_USEC, lost_comms = STALL_UNMEASURED_USEC;
+        (void) manager_stall_losses(b->manager, &waits, &lost_comms);
+        return comms ? lost_comms : waits;
+}
+
+DEFINE_MANAGER_PROPERTY(version, "s", PACKAGE_VERSION);
+DEFINE_MANAGER_PROPERTY(policy, "s", policy_mode_to_string(c->policy));
+DEFINE_MANAGER_PROPERTY(apply_mounted, "s", apply_mounted_to_string(c->apply_mounted));
+DEFINE_MANAGER_PROPERTY(stall_budget_usec, "t", c->stall_budget_usec);
+DEFINE_MANAGER_PROPERTY(stall_probe, "s", stall_probe_mode_to_string(manager_stall_mode(b->manager)));
+DEFINE_MANAGER_PROPERTY(stall_lost, "t", stall_lost(b, false));
+DEFINE_MANAGER_PROPERTY(stall_comms_lost, "t", stall_lost(b, true));
+DEFINE_MANAGER_PROPERTY(n_devices, "u", (uint32_t) manager_n_devices(b->manager));
+
+static int property_get_stall_probe_reason(sd_bus *bus, const char *path, const char *interface,
+                                           const char *property, sd_bus_message *reply, void *userdata,
+                                           sd_bus_error *error) {
+        BusService *b = userdata;
+        return append_string_escaped(reply, manager_stall_reason(b->manager));
+}
+
+static int property_get_unmounted(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "(sssb)");
+        if (r >= 0)
+                remount_foreach_unmounted(b->manager->remount, append_unmounted, reply);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int property_get_config_problems(sd_bus *bus, const char *path, const char *interface,
+                                        const char *property, sd_bus_message *reply, void *userdata,
+                                        sd_bus_error *error) {
+        BusService *b = userdata;
+        const ConfigDiags *d = &b->manager->engine.diags;
+        _cleanup_(bus_strings_done) BusStrings strings = {};
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < d->n; i++) {
+                _cleanup_free_ char *s =
+                        d->items[i].line > 0
+                                ? strdup_printf("%s:%u: %s", d->items[i].file, d->items[i].line,
+                                                d->items[i].message)
+                                : strdup_printf("%s: %s", d->items[i].file, d->items[i].message);
+                r = s ? sd_bus_message_append(reply, "s", bus_string(&strings, s)) : -ENOMEM;
         }
-        if (streq(property, "NDevices"))
-                return sd_bus_message_append(reply, "u", (uint32_t) manager_n_devices(b->manager));
-        if (streq(property, "Unmounted")) {
-                int r = sd_bus_message_open_container(reply, 'a', "(sssb)");
-                if (r >= 0)
-                        remount_foreach_unmounted(b->manager->remount, append_unmounted, reply);
-                return r < 0 ? r : sd_bus_message_close_container(reply);
+        /* Need= lines that would lower a detected need: known per disk only. */
+        for (size_t i = 0; r >= 0 && i < manager_n_devices(b->manager); i++) {
+                const char *p = manager_device(b->manager, i)->need_problem;
+                if (p)
+                        r = sd_bus_message_append(reply, "s", bus_string(&strings, p));
         }
-        if (streq(property, "ConfigProblems")) {
-                const ConfigDiags *d = &b->manager->engine.diags;
-                _cleanup_(bus_strings_done) BusStrings strings = {};
-                int r = sd_bus_message_open_container(reply, 'a', "s");
-                for (size_t i = 0; r >= 0 && i < d->n; i++) {
-                        _cleanup_free_ char *s =
-                                d->items[i].line > 0
-                                        ? strdup_printf("%s:%u: %s", d->items[i].file, d->items[i].line,
-                                                        d->items[i].message)
-                                        : strdup_printf("%s: %s", d->items[i].file, d->items[i].message);
-                        r = s ? sd_bus_message_append(reply, "s", bus_string(&strings, s)) : -ENOMEM;
-                }
-                /* Need= lines that would lower a detected need: known per disk only. */
-                for (size_t i = 0; r >= 0 && i < manager_n_devices(b->manager); i++) {
-                        const char *p = manager_device(b->manager, i)->need_problem;
-                        if (p)
-                                r = sd_bus_message_append(reply, "s", bus_string(&strings, p));
-                }
-                if (r >= 0)
-                        r = strings.error;
-                return r < 0 ? r : sd_bus_message_close_container(reply);
-        }
-        return -ENOENT;
+        if (r >= 0)
+                r = strings.error;
+        return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
 static const sd_bus_vtable manager_vtable[] = {
         /* Reads are open to everyone; each mutating method asks polkit itself. */
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Version", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Policy", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ApplyMounted", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("StallBudgetUSec", "t", property_get_manager, 0,
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Policy", "s", property_get_policy, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ApplyMounted", "s", property_get_apply_mounted, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ConfigProblems", "as", property_get_manager, 0,
+        SD_BUS_PROPERTY("StallBudgetUSec", "t", property_get_stall_budget_usec, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("NDevices", "u", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Unmounted", "a(sssb)", property_get_manager, 0,
+        SD_BUS_PROPERTY("ConfigProblems", "as", property_get_config_problems, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("StallProbe", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("StallProbeReason", "s", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("NDevices", "u", property_get_n_devices, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Unmounted", "a(sssb)", property_get_unmounted, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("StallProbe", "s", property_get_stall_probe, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("StallProbeReason", "s", property_get_stall_probe_reason, 0,
+                        SD_BUS_VTABLE_PROPERTY_CONST),
         /* Counters of the probe: read them, no signal announces them. */
-        SD_BUS_PROPERTY("StallLost", "t", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
-        SD_BUS_PROPERTY("StallCommsLost", "t", property_get_manager, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        SD_BUS_PROPERTY("StallLost", "t", property_get_stall_lost, 0, SD_BUS_VTABLE_PROPERTY_EXPLICIT),
+        SD_BUS_PROPERTY("StallCommsLost", "t", property_get_stall_comms_lost, 0,
+                        SD_BUS_VTABLE_PROPERTY_EXPLICIT),
         SD_BUS_METHOD_WITH_NAMES("ListDevices", NULL, , "a(sossssbt)", SD_BUS_PARAM(devices),
                                  method_list_devices, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListFilesystems", NULL, , "a(ssssssbs)", SD_BUS_PARAM(filesystems),
