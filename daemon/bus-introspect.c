@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <string.h>
 
+#include "bus-api.h"
+#include "bus-internal.h"
 #include "bus-introspect.h"
 
 /* Length of the first complete type of signature s. */
@@ -69,4 +71,15 @@ void bus_introspect_interface(FILE *f, const char *interface, const sd_bus_vtabl
                 }
         }
         fputs("  </interface>\n", f);
+}
+
+void bus_introspect(FILE *f) {
+        fputs("<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n"
+              "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>\n",
+              f);
+        fputs(" <node name=\"" BUS_PATH "\">\n", f);
+        bus_introspect_interface(f, BUS_MANAGER_INTERFACE, manager_vtable);
+        fputs(" </node>\n <node name=\"" BUS_DEVICE_PREFIX "/DEVICE\">\n", f);
+        bus_introspect_interface(f, BUS_DEVICE_INTERFACE, device_vtable);
+        fputs(" </node>\n</node>\n", f);
 }

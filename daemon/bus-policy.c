@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* SetDevicePolicy and ResetDevicePolicy: overrides at run time or in drop-ins, behind the
+ * interlock and polkit. */
+#include <inttypes.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-api.h"
+#include "bus-internal.h"
+#include "log.h"
+#include "overrides.h"
+#include "util.h"
+
+static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_free_ char *disk = NULL;
+        const char *name, *mode;
+        uint64_t flags;
+        EngineDevice *d;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "sst", &name, &mode, &flags);
+        if (r < 0)
+                return r;
+        Setting setting = setting_from_string(mode);
+        bool force = flags & SET_FLAG_FORCE;
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        disk = strdup(d->facts->name);
+        if (!disk)
+                return -ENOMEM;
+
+        /* The interlock, before anything is written anywhere. */
+        if (setting == SETTING_OFF && need_is_protected(d->class.need) && !force) {
+                log_notice("%s: refused a request to turn stable writes off: need is %s.", disk,
+                           need_to_string(d->class.need));
+                (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", disk,
+                                          "need is required or unknown and force was not given");
+                return reply_error(
+                        error, BUS_ERROR_REFUSED,
+                        "refusing to turn off stable writes on %s: need is %s (%s); use --force to "
+                        "override",
+                        disk, need_to_string(d->class.need),
+                        d->class.reasons ? d->class.reasons[0] : "no reason");
+        }
+
+        _cleanup_free_ char *done = NULL;
+        if (flags & SET_FLAG_RUNTIME) {
+                r = manager_set_override(b->manager, disk, setting, force);
+                if (r == -EOPNOTSUPP)
+                        return reply_error(error, BUS_ERROR_NO_IDENTITY,
+                                           "%s: the kernel gives this disk no diskseq (Linux 5.15 and later "
+                                           "do): a runtime override could not be told apart from the next "
+                                           "disk that takes the name; use a persistent override",
+                                           disk);
+        } else {
+                r = manager_set_persistent(b->manager, disk, setting, force, flags & SET_FLAG_BIND_NAME,
+                                           &done);
+                if (r < 0 && r != -ENOMEM)
+                        return reply_error(error,
+                                           r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
+                                           : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
+                                           : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                          : BUS_ERROR_APPLY_FAILED,
+                                           "%s", done ?: strerror(-r));
+        }
+        if (r < 0)
+                return r;
+
+        if (flags & SET_FLAG_APPLY) {
+                _cleanup_(apply_result_done) ApplyResult res = {};
+                r = manager_apply_device(b->manager, disk, &res);
+                if (r < 0 && r != -ENOMEM)
+                        return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED,
+                                           "%s", res.message ?: strerror(-r));
+                if (r < 0)
+                        return r;
+        }
+
+        d = manager_find_device(b->manager, disk);
+        if (!d)
+                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: disappeared", disk);
+        if (flags & SET_FLAG_RUNTIME)
+                done = setting == SETTING_AUTO && !force
+                               ? strdup("removed")
+                               : strdup_printf("until the disk goes away, bound to %s",
+                                               d->override_binding ?: "?");
+        _cleanup_free_ char *msg =
+                done ? strdup_printf("%s: StableWrites=%s (%s), %s: %s; desired %s: %s; kernel %s", disk,
+                                     setting_to_string(setting), force ? "force" : "no force",
+                                     flags & SET_FLAG_RUNTIME ? "runtime" : "persistent", done,
+                                     desired_to_string(d->decision.desired), d->decision.reason,
+                                     kernel_state_to_string(d->facts->stable_writes, d->class.in_force))
+                     : NULL;
+        if (!msg)
+                return -ENOMEM;
+        _cleanup_(bus_strings_done) BusStrings strings = {};
+        const char *text = bus_string(&strings, msg);
+        return strings.error < 0 ? strings.error : sd_bus_reply_method_return(m, "s", text);
+}
+
+static const char *const *set_device_policy_actions(uint64_t flags) {
+        if (flags & SET_FLAG_FORCE)
+                return flags & SET_FLAG_RUNTIME ? actions_runtime_force : actions_persistent_force;
+        return flags & SET_FLAG_RUNTIME ? actions_runtime : actions_persistent;
+}
+
+int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        const char *name, *mode;
+        uint64_t flags;
+        EngineDevice *d;
+
+        int r = sd_bus_message_read(m, "sst", &name, &mode, &flags);
+        if (r < 0)
+                return r;
+        if (setting_from_string(mode) < 0)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
+                                   "Unknown mode \"%.*s%s\": expected on, off or auto",
+                                   QUOTE_LENGTH(mode, 32), mode, QUOTE_MORE(mode, 32));
+        if (flags & ~SET_FLAGS_ALL)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~SET_FLAGS_ALL);
+        if ((flags & SET_FLAG_RUNTIME) && (flags & SET_FLAG_BIND_NAME))
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
+                                   "A runtime override is bound to the disk itself (its diskseq), never to "
+                                   "its name: flag 0x%" PRIx64 " is for persistent overrides",
+                                   SET_FLAG_BIND_NAME);
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        return bus_authorize(b->auth, m, set_device_policy_actions(flags), set_device_policy_authorized, b,
+                             error);
+}
+
+static int reset_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_strv_free_ char **removed = NULL;
+        _cleanup_free_ char *problem = NULL;
+        const char *name;
+        uint64_t flags;
+        EngineDevice *d;
+        int r;
+
+        r = sd_bus_message_rewind(m, true);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "st", &name, &flags);
+        if (r < 0)
+                return r;
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        r = manager_reset_overrides(b->manager, name, flags & SET_FLAG_RUNTIME, &removed, &problem);
+        if (r < 0 && r != -ENOMEM)
+                return reply_error(error,
+                                   r == -EINVAL   ? BUS_ERROR_CONFIG_INVALID
+                                   : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                  : BUS_ERROR_APPLY_FAILED,
+                                   "%s", problem ?: strerror(-r));
+        if (r < 0)
+                return r;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = append_strv_escaped(reply, removed);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+int method_reset_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        const char *name;
+        uint64_t flags;
+        EngineDevice *d;
+
+        int r = sd_bus_message_read(m, "st", &name, &flags);
+        if (r < 0)
+                return r;
+        if (flags & ~SET_FLAG_RUNTIME)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~SET_FLAG_RUNTIME);
+        r = find_device(b, name, &d, error);
+        if (r < 0)
+                return r;
+        return bus_authorize(b->auth, m, flags & SET_FLAG_RUNTIME ? actions_runtime : actions_persistent,
+                             reset_device_policy_authorized, b, error);
+}
