@@ -231,78 +231,111 @@ static void snapshot_set_flag(Manager *m, const char *disk, int flag) {
                         m->snapshots[i].flag = flag;
 }
 
-/* Builds the result, logs it, keeps the note, tells the handler and the request. Takes
- * nothing; why is the bare reason ("PID 5 (sleep) has a file open on it: /x/y"); a is the
- * cycle, for the retry of a filesystem left unmounted. */
-static void conclude(Remounter *r, RemountRequest *q, const RemountItem *it, const char *label, int id,
-                     RemountOutcome outcome, const char *why, const char *via, uint64_t duration,
-                     bool is_static, bool pending, const RemountActive *a) {
-        Manager *m = r->manager;
-        RemountResult res = {
-                .target = strdup(it->target),
-                .disk = strdup(it->disk),
-                .outcome = outcome,
-                .ok = outcome == REMOUNT_DONE || outcome == REMOUNT_NOTHING,
-                .duration_usec = duration,
-        };
-        uint64_t now = now_usec_monotonic();
-        double ms = (double) duration / 1000.0;
-        int level = LOG_ERR;
+/* How one filesystem's cycle, or the decision not to cycle it, ended: what conclude() reports. */
+typedef struct Conclusion {
+        const RemountItem *item;
+        const char *label; /* how the logs name it; NULL: its target */
+        int id;            /* the mount id its note is about */
+        RemountOutcome outcome;
+        const char *why; /* the bare reason ("PID 5 (sleep) has a file open on it: /x/y") */
+        const char *via; /* what ran the cycle ("systemd", "the daemon"); NULL: "?" */
+        uint64_t duration_usec;
+        bool is_static;              /* a refusal that holds while the mount stays as it is: no re-check */
+        bool pending;                /* the flag waits for a cycle: say so */
+        const RemountActive *active; /* the cycle, for the retry of a filesystem left unmounted */
+} Conclusion;
 
-        label = label ?: it->target;
-        via = !isempty(via) ? via : "?";
-        switch (outcome) {
+/* The sentence of c, and in *ret_level how loud to log it: each new reason of a refusal once at
+ * notice level, its periodic re-checks quietly. prior is the filesystem's note before this
+ * one. NULL on ENOMEM. */
+static char *conclusion_message(const Conclusion *c, const RemountRequest *q, const RemountNote *prior,
+                                int *ret_level) {
+        const char *label = c->label ?: c->item->target, *why = c->why;
+        const char *via = !isempty(c->via) ? c->via : "?";
+        const RemountActive *a = c->active;
+        double ms = (double) c->duration_usec / 1000.0;
+
+        *ret_level = LOG_ERR;
+        switch (c->outcome) {
         case REMOUNT_DONE:
-                res.message = strdup_printf("%s: unmounted and mounted again in %.1f ms, in %s; %s", label,
-                                            ms, via, why);
-                level = LOG_INFO;
-                note_drop(r, it->target);
-                break;
+                *ret_level = LOG_INFO;
+                return strdup_printf("%s: unmounted and mounted again in %.1f ms, in %s; %s", label, ms, via,
+                                     why);
         case REMOUNT_NOTHING:
-                res.message = strdup_printf("%s: nothing to do: %s", label, why);
-                level = q && q->explicit ? LOG_INFO : LOG_DEBUG;
+                *ret_level = q && q->explicit ? LOG_INFO : LOG_DEBUG;
+                return strdup_printf("%s: nothing to do: %s", label, why);
+        case REMOUNT_REFUSED:
+        case REMOUNT_BUSY:
+        case REMOUNT_FAILED:
+                *ret_level = c->outcome == REMOUNT_FAILED                           ? LOG_WARNING
+                             : q && q->explicit                                     ? LOG_NOTICE
+                             : prior && prior->reason && strstr(prior->reason, why) ? LOG_DEBUG
+                                                                                    : LOG_NOTICE;
+                return strdup_printf("%s: not cycled: %s%s%s", label, why,
+                                     c->outcome == REMOUNT_BUSY ? "; still mounted as before" : "",
+                                     c->pending ? "; " REASON_PENDING : "");
+        case REMOUNT_RESTORED:
+        case REMOUNT_DIFFERENT:
+                return strdup_printf("%s: THE CYCLE FAILED: %s (in %s, %.1f ms); %s", label, why, via, ms,
+                                     c->outcome == REMOUNT_RESTORED
+                                             ? "it keeps its old state, " REASON_PENDING
+                                             : "left as it is");
+        case REMOUNT_UNMOUNTED:
+                if (a && a->give_up)
+                        return strdup_printf(
+                                "%s: NOT MOUNTED: %s (in %s); check the mount point and mount it "
+                                "by hand (source %s, type %s, options %s)",
+                                label, why, via, a->journal.plan.source, a->journal.plan.fstype, a->options);
+                return strdup_printf("%s: NOT MOUNTED: %s (in %s); retrying in %llu s", label, why, via,
+                                     (unsigned long long) ((a ? a->backoff_usec : REMOUNT_RETRY_MIN_USEC) /
+                                                           USEC_PER_SEC));
+        default:
+                return NULL;
+        }
+}
+
+/* Keeps in the filesystem's note why its flag is still pending: dropped once cycled, re-checked
+ * after REMOUNT_RECHECK_USEC when refused for a reason that can pass, kept (sticky) when the
+ * cycle failed. */
+static void conclusion_note(Remounter *r, const Conclusion *c) {
+        const char *target = c->item->target;
+
+        switch (c->outcome) {
+        case REMOUNT_DONE:
+                note_drop(r, target);
                 break;
         case REMOUNT_REFUSED:
         case REMOUNT_BUSY:
-        case REMOUNT_FAILED: {
-                RemountNote *n = note_find(r, it->target);
-                res.message = strdup_printf("%s: not cycled: %s%s%s", label, why,
-                                            outcome == REMOUNT_BUSY ? "; still mounted as before" : "",
-                                            pending ? "; " REASON_PENDING : "");
-                /* Each new reason once at notice level; the periodic re-checks quietly. */
-                level = q && q->explicit                           ? LOG_NOTICE
-                        : n && n->reason && strstr(n->reason, why) ? LOG_DEBUG
-                                                                   : LOG_NOTICE;
-                if (outcome == REMOUNT_FAILED)
-                        level = LOG_WARNING;
-                note_set(r, it->target, id, false, is_static ? UINT64_MAX : now + REMOUNT_RECHECK_USEC, why,
+        case REMOUNT_FAILED:
+                note_set(r, target, c->id, false,
+                         c->is_static ? UINT64_MAX : now_usec_monotonic() + REMOUNT_RECHECK_USEC, c->why,
                          false);
                 break;
-        }
         case REMOUNT_RESTORED:
         case REMOUNT_DIFFERENT:
-                res.message =
-                        strdup_printf("%s: THE CYCLE FAILED: %s (in %s, %.1f ms); %s", label, why, via, ms,
-                                      outcome == REMOUNT_RESTORED ? "it keeps its old state, " REASON_PENDING
-                                                                  : "left as it is");
-                note_set(r, it->target, id, true, UINT64_MAX, why, true);
-                break;
         case REMOUNT_UNMOUNTED:
-                if (a && a->give_up)
-                        res.message = strdup_printf(
-                                "%s: NOT MOUNTED: %s (in %s); check the mount point and mount it by hand "
-                                "(source %s, type %s, options %s)",
-                                label, why, via, a->journal.plan.source, a->journal.plan.fstype, a->options);
-                else
-                        res.message = strdup_printf(
-                                "%s: NOT MOUNTED: %s (in %s); retrying in %llu s", label, why, via,
-                                (unsigned long long) ((a ? a->backoff_usec : REMOUNT_RETRY_MIN_USEC) /
-                                                      USEC_PER_SEC));
-                note_set(r, it->target, id, true, UINT64_MAX, why, true);
+                note_set(r, target, c->id, true, UINT64_MAX, c->why, true);
                 break;
         default:
                 break;
         }
+}
+
+/* Builds the result of c, logs it, keeps the note, tells the handler and the request q (may be
+ * NULL). Takes nothing. */
+static void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
+        Manager *m = r->manager;
+        RemountResult res = {
+                .target = strdup(c->item->target),
+                .disk = strdup(c->item->disk),
+                .outcome = c->outcome,
+                .ok = c->outcome == REMOUNT_DONE || c->outcome == REMOUNT_NOTHING,
+                .duration_usec = c->duration_usec,
+        };
+        int level;
+
+        res.message = conclusion_message(c, q, note_find(r, c->item->target), &level);
+        conclusion_note(r, c);
         if (!res.target || !res.disk || !res.message) {
                 result_done(&res);
                 return (void) log_oom();
@@ -655,8 +688,15 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
         }
         if (k < 0)
                 return k;
-        conclude(r, q, it, label, t ? t->id : it->id, no.outcome, no.why, NULL, now_usec_monotonic() - start,
-                 no.is_static, !t || t->pending, NULL);
+        conclude(r, q,
+                 &(Conclusion){ .item = it,
+                                .label = label,
+                                .id = t ? t->id : it->id,
+                                .outcome = no.outcome,
+                                .why = no.why,
+                                .duration_usec = now_usec_monotonic() - start,
+                                .is_static = no.is_static,
+                                .pending = !t || t->pending });
         return 0;
 }
 
@@ -830,8 +870,16 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                 (void) log_oom();
 
         RemountRequest *q = TAKE_PTR(a->request); /* told now; later replays are only signalled */
-        conclude(r, q, &a->item, a->label, id, outcome, why ?: rep->message, rep->via, duration, false, true,
-                 a);
+        conclude(r, q,
+                 &(Conclusion){ .item = &a->item,
+                                .label = a->label,
+                                .id = id,
+                                .outcome = outcome,
+                                .why = why ?: rep->message,
+                                .via = rep->via,
+                                .duration_usec = duration,
+                                .pending = true,
+                                .active = a });
         if (outcome == REMOUNT_UNMOUNTED) {
                 park(r, a, why ?: rep->message);
         } else
@@ -854,9 +902,16 @@ static void handle_death(Remounter *r, RemountActive *a, int status) {
         a->checked = true;
         if (!a->replay && a->journal.stage == REMOUNT_STAGE_PREPARED) {
                 RemountRequest *q = TAKE_PTR(a->request);
-                conclude(r, q, &a->item, a->label, a->item.id, REMOUNT_FAILED, why ?: "died",
-                         a->journal.unit ? "systemd" : "the daemon", now_usec_monotonic() - a->start_usec,
-                         false, true, a);
+                conclude(r, q,
+                         &(Conclusion){ .item = &a->item,
+                                        .label = a->label,
+                                        .id = a->item.id,
+                                        .outcome = REMOUNT_FAILED,
+                                        .why = why ?: "died",
+                                        .via = a->journal.unit ? "systemd" : "the daemon",
+                                        .duration_usec = now_usec_monotonic() - a->start_usec,
+                                        .pending = true,
+                                        .active = a });
                 finish(r, a);
                 (void) manager_reconcile(r->manager);
                 schedule(r);
@@ -946,8 +1001,12 @@ static void process(Remounter *r) {
                 const RemountItem *it = &q->items[q->pos++];
                 int k = start_item(r, q, it);
                 if (k < 0)
-                        conclude(r, q, it, NULL, it->id, REMOUNT_FAILED, strerror(-k), NULL, 0, false, true,
-                                 NULL);
+                        conclude(r, q,
+                                 &(Conclusion){ .item = it,
+                                                .id = it->id,
+                                                .outcome = REMOUNT_FAILED,
+                                                .why = strerror(-k),
+                                                .pending = true });
                 if (k > 0 && r->running && !r->running->io)
                         follow(r, r->running); /* could not watch it: wait here */
         }
@@ -1110,8 +1169,15 @@ void remount_annotate(Remounter *r) {
                 unmounted_take(r, a);
                 _cleanup_free_ char *why =
                         strdup_printf("it was mounted again by someone else, on %s", found->target);
-                conclude(r, NULL, &a->item, a->label, found->id, REMOUNT_NOTHING, why ?: "mounted again",
-                         "?", 0, true, false, a);
+                conclude(r, NULL,
+                         &(Conclusion){ .item = &a->item,
+                                        .label = a->label,
+                                        .id = found->id,
+                                        .outcome = REMOUNT_NOTHING,
+                                        .why = why ?: "mounted again",
+                                        .via = "?",
+                                        .is_static = true,
+                                        .active = a });
                 log_notice("%s: mounted again by someone else on %s; forgetting its journal %s.", a->label,
                            found->target, a->journal_path);
                 finish(r, a);
