@@ -336,9 +336,8 @@ static int handle_line(StallTracefs *t, const char *line) {
         uint64_t lost = 0;
         int r;
 
-        r = stall_parse_trace_line(line, comm, bdi, &lost, &symbol);
-        switch (r) {
-        case 1: /* an event */
+        switch (stall_parse_trace_line(line, comm, bdi, &lost, &symbol)) {
+        case STALL_TRACE_EVENT:
                 if (!t->classified)
                         return account(t, bdi, comm, STALL_KIND_STABLE);
                 if (t->n_pending >= MAX_PENDING) {
@@ -352,10 +351,10 @@ static int handle_line(StallTracefs *t, const char *line) {
                 memcpy(t->pending[t->n_pending].comm, comm, sizeof(comm));
                 t->n_pending++;
                 return 0;
-        case 2:
+        case STALL_TRACE_LOST:
                 t->lost += lost;
                 return 0;
-        case 3: /* a frame: it belongs to the pending event whose stack is being read */
+        case STALL_TRACE_FRAME: /* it belongs to the pending event whose stack is being read */
                 for (size_t i = 0; i < t->n_pending; i++) {
                         unsigned kind;
 
@@ -369,7 +368,7 @@ static int handle_line(StallTracefs *t, const char *line) {
                         return pending_resolve(t, i, kind);
                 }
                 return 0;
-        default:
+        default: /* STALL_TRACE_OTHER: the header of a stack? */
                 if (strstr(line, ": <stack trace>")) {
                         char key[64];
                         bool found = false;

@@ -161,90 +161,106 @@ static bool is_space(char c) {
         return c == ' ' || c == '\t';
 }
 
-int stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
-                           char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost, const char **ret_symbol) {
+/* The wait event in line and its bdi name: from after "bdi " to the last ": ino=" (the name
+ * itself may hold a ':'). Returns where the event's name starts (": folio_wait_writeback:
+ * ..."), or NULL when line holds no such event or its bdi name is empty or too long. */
+static const char *trace_find_event(const char *line, const char **ret_bdi, size_t *ret_bdi_len) {
         static const char *const events[] = { ": folio_wait_writeback: bdi ",
                                               ": wait_on_page_writeback: bdi " };
-        const char *ev = NULL, *b, *e, *head, *cpu = NULL, *dash;
+
+        for (size_t i = 0; i < ELEMENTSOF(events); i++) {
+                const char *ev = strstr(line, events[i]), *bdi, *end = NULL;
+
+                if (!ev)
+                        continue;
+                bdi = ev + strlen(events[i]);
+                for (const char *p = strstr(bdi, ": ino="); p; p = strstr(p + 1, ": ino="))
+                        end = p;
+                if (!end || end == bdi || (size_t) (end - bdi) >= STALL_BPF_BDI_LEN)
+                        return NULL;
+                *ret_bdi = bdi;
+                *ret_bdi_len = (size_t) (end - bdi);
+                return ev;
+        }
+        return NULL;
+}
+
+/* The "[<cpu>]" of the event's header, before ev: a '[' after a blank, digits and ']'. NULL
+ * when there is none. */
+static const char *trace_find_cpu(const char *line, const char *ev) {
+        for (const char *p = line + 1; p < ev; p++) {
+                const char *q = p + 1;
+
+                if (*p != '[' || !is_space(p[-1]))
+                        continue;
+                while (q < ev && isdigit((unsigned char) *q))
+                        q++;
+                if (q > p + 1 && q < ev && *q == ']')
+                        return p;
+        }
+        return NULL;
+}
+
+/* The command of the header "<comm>-<pid> [(<tgid>)] " that ends before cpu (the comm may hold
+ * blanks and dashes: the pid follows the last dash). Returns false when the header does not
+ * end in "-<pid>". */
+static bool trace_find_comm(const char *line, const char *cpu, const char **ret_comm, size_t *ret_len) {
+        const char *head = line, *end = cpu, *dash = NULL;
+
+        while (is_space(*head))
+                head++;
+        while (end > head && is_space(end[-1]))
+                end--;
+        if (end > head && end[-1] == ')') { /* "(tgid)" with record-tgid */
+                while (end > head && end[-1] != '(')
+                        end--;
+                if (end > head)
+                        end--;
+                while (end > head && is_space(end[-1]))
+                        end--;
+        }
+        for (const char *p = head; p < end; p++)
+                if (*p == '-')
+                        dash = p;
+        if (!dash)
+                return false;
+        for (const char *p = dash + 1; p < end; p++)
+                if (!isdigit((unsigned char) *p))
+                        return false;
+        *ret_comm = head;
+        *ret_len = (size_t) (dash - head);
+        return true;
+}
+
+StallTraceLine stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
+                                      char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost,
+                                      const char **ret_symbol) {
+        const char *ev, *cpu, *bdi_name, *comm_name;
+        size_t bdi_len, comm_len;
         unsigned long long lost;
-        size_t evlen = 0, n;
         int off = 0;
 
         if (sscanf(line, " CPU:%*u [LOST %llu EVENTS]%n", &lost, &off) == 1 && off > 0) {
                 if (ret_lost)
                         *ret_lost = lost;
-                return 2;
+                return STALL_TRACE_LOST;
         }
         if (startswith(line, " => ")) {
                 if (ret_symbol)
                         *ret_symbol = line + 4;
-                return 3;
+                return STALL_TRACE_FRAME;
         }
 
-        for (size_t i = 0; i < ELEMENTSOF(events) && !ev; i++) {
-                ev = strstr(line, events[i]);
-                evlen = strlen(events[i]);
-        }
-        if (!ev)
-                return 0;
+        ev = trace_find_event(line, &bdi_name, &bdi_len);
+        cpu = ev ? trace_find_cpu(line, ev) : NULL;
+        if (!cpu || !trace_find_comm(line, cpu, &comm_name, &comm_len))
+                return STALL_TRACE_OTHER;
 
-        /* bdi: from after "bdi " to the last ": ino=" (the name itself holds a ':'). */
-        b = ev + evlen;
-        e = NULL;
-        for (const char *p = strstr(b, ": ino="); p; p = strstr(p + 1, ": ino="))
-                e = p;
-        if (!e || e == b || (size_t) (e - b) >= STALL_BPF_BDI_LEN)
-                return 0;
-
-        /* header: "<comm>-<pid> [(<tgid>)] [<cpu>] <flags> <ts>" */
-        for (const char *p = line; p < ev; p++) {
-                const char *q;
-
-                if (*p != '[' || p == line || !is_space(p[-1]))
-                        continue;
-                for (q = p + 1; q < ev && isdigit((unsigned char) *q); q++)
-                        ;
-                if (q > p + 1 && q < ev && *q == ']') {
-                        cpu = p;
-                        break;
-                }
-        }
-        if (!cpu)
-                return 0;
-        head = line;
-        while (is_space(*head))
-                head++;
-        e = cpu;
-        while (e > head && is_space(e[-1]))
-                e--;
-        if (e > head && e[-1] == ')') { /* "(tgid)" with record-tgid */
-                while (e > head && e[-1] != '(')
-                        e--;
-                if (e > head)
-                        e--;
-                while (e > head && is_space(e[-1]))
-                        e--;
-        }
-        dash = NULL;
-        for (const char *p = head; p < e; p++)
-                if (*p == '-')
-                        dash = p;
-        if (!dash)
-                return 0;
-        for (const char *p = dash + 1; p < e; p++)
-                if (!isdigit((unsigned char) *p))
-                        return 0;
-
-        n = MIN((size_t) (dash - head), (size_t) STALL_BPF_COMM_LEN - 1);
         memset(comm, 0, STALL_BPF_COMM_LEN);
-        memcpy(comm, head, n);
-
-        b = ev + evlen;
-        for (e = NULL, ev = strstr(b, ": ino="); ev; ev = strstr(ev + 1, ": ino="))
-                e = ev;
+        memcpy(comm, comm_name, MIN(comm_len, (size_t) STALL_BPF_COMM_LEN - 1));
         memset(bdi, 0, STALL_BPF_BDI_LEN);
-        memcpy(bdi, b, (size_t) (e - b));
-        return 1;
+        memcpy(bdi, bdi_name, bdi_len);
+        return STALL_TRACE_EVENT;
 }
 
 static const char *const stall_probe_mode_table[_STALL_PROBE_MODE_MAX] = {

@@ -174,14 +174,20 @@ unsigned stall_classify_caller(const char *symbol);
 int stall_kallsyms_lookup(const char *path, const uint64_t *ips, size_t n,
                           char (*ret_names)[STALL_BPF_SYMBOL_LEN]);
 
-/* Parses one line of a tracefs trace_pipe holding a folio_wait_writeback or
- * wait_on_page_writeback event ("  comm-pid  [cpu] flags  ts: folio_wait_writeback: bdi 7:0:
- * ino=12 index=0"). On success copies the command and the bdi name and returns 1; a
- * "CPU:N [LOST M EVENTS]" line returns 2 with M in *ret_lost; a stack line (" => symbol", from the
- * stacktrace option) returns 3 with *ret_symbol pointing at the symbol in line; any other line
- * returns 0. */
-int stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
-                           char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost, const char **ret_symbol);
+/* What one line of a tracefs trace_pipe holds: */
+typedef enum StallTraceLine {
+        STALL_TRACE_OTHER, /* anything else */
+        STALL_TRACE_EVENT, /* a folio_wait_writeback or wait_on_page_writeback event */
+        STALL_TRACE_LOST,  /* "CPU:N [LOST M EVENTS]" */
+        STALL_TRACE_FRAME, /* a stack line (" => symbol") of the stacktrace option */
+} StallTraceLine;
+
+/* Parses one line of a tracefs trace_pipe. An event ("  comm-pid  [cpu] flags  ts:
+ * folio_wait_writeback: bdi 7:0: ino=12 index=0") copies the command and the bdi name; a lost
+ * line sets *ret_lost to M; a frame points *ret_symbol at the symbol in line. */
+StallTraceLine stall_parse_trace_line(const char *line, char comm[static STALL_BPF_COMM_LEN],
+                                      char bdi[static STALL_BPF_BDI_LEN], uint64_t *ret_lost,
+                                      const char **ret_symbol);
 
 /* "unavailable", "bpf" or "tracefs"; NULL for a value out of range. */
 const char *stall_probe_mode_to_string(StallProbeMode m);

@@ -198,7 +198,7 @@ static void test_trace_lines(void) {
         CHECK_INT(stall_parse_trace_line("    stall-writer-1708    [001] .....  2078.022716: "
                                          "folio_wait_writeback: bdi 7:0: ino=12 index=0",
                                          comm, bdi, &lost, &sym),
-                  1);
+                  STALL_TRACE_EVENT);
         CHECK_STR(comm, "stall-writer");
         CHECK_STR(bdi, "7:0");
 
@@ -206,33 +206,66 @@ static void test_trace_lines(void) {
         CHECK_INT(stall_parse_trace_line("  my cool-app-12 (   10) [000] d..1. 1.000000: "
                                          "folio_wait_writeback: bdi btrfs-1: ino=257 index=3",
                                          comm, bdi, &lost, &sym),
-                  1);
+                  STALL_TRACE_EVENT);
         CHECK_STR(comm, "my cool-app");
         CHECK_STR(bdi, "btrfs-1");
 
         CHECK_INT(stall_parse_trace_line("  <...>-99 [003] ..... 5.5: wait_on_page_writeback: "
                                          "bdi 8:16: ino=1 index=2",
                                          comm, bdi, &lost, &sym),
-                  1);
+                  STALL_TRACE_EVENT);
         CHECK_STR(comm, "<...>");
         CHECK_STR(bdi, "8:16");
 
-        CHECK_INT(stall_parse_trace_line("CPU:1 [LOST 17 EVENTS]", comm, bdi, &lost, &sym), 2);
+        CHECK_INT(stall_parse_trace_line("CPU:1 [LOST 17 EVENTS]", comm, bdi, &lost, &sym),
+                  STALL_TRACE_LOST);
         CHECK_INT(lost, 17);
 
-        CHECK_INT(stall_parse_trace_line(" => __filemap_fdatawait_range", comm, bdi, &lost, &sym), 3);
+        CHECK_INT(stall_parse_trace_line(" => __filemap_fdatawait_range", comm, bdi, &lost, &sym),
+                  STALL_TRACE_FRAME);
         CHECK_STR(sym, "__filemap_fdatawait_range");
 
         CHECK_INT(stall_parse_trace_line("    stall-writer-1708    [001] .....  2078.022728: <stack trace>",
                                          comm, bdi, &lost, &sym),
-                  0);
+                  STALL_TRACE_OTHER);
         CHECK_INT(stall_parse_trace_line("  x-1 [000] ..... 1.0: writeback_dirty_folio: bdi 7:0: ino=1",
                                          comm, bdi, &lost, &sym),
-                  0);
-        CHECK_INT(stall_parse_trace_line("", comm, bdi, &lost, &sym), 0);
+                  STALL_TRACE_OTHER);
+        CHECK_INT(stall_parse_trace_line("", comm, bdi, &lost, &sym), STALL_TRACE_OTHER);
         CHECK_INT(stall_parse_trace_line("garbage: folio_wait_writeback: bdi 7:0: ino=1 index=0", comm, bdi,
                                          &lost, &sym),
-                  0);
+                  STALL_TRACE_OTHER);
+
+        /* a header without "-<pid>" before "[cpu]", or without "[cpu]"; a bdi name that is
+         * empty or longer than the probe keeps: not events */
+        CHECK_INT(
+                stall_parse_trace_line("  writer-12x [001] ..... 1.0: folio_wait_writeback: bdi 7:0: ino=1",
+                                       comm, bdi, &lost, &sym),
+                STALL_TRACE_OTHER);
+        CHECK_INT(stall_parse_trace_line("  writer-12 ..... 1.0: folio_wait_writeback: bdi 7:0: ino=1", comm,
+                                         bdi, &lost, &sym),
+                  STALL_TRACE_OTHER);
+        CHECK_INT(stall_parse_trace_line("  writer-12 [001] ..... 1.0: folio_wait_writeback: bdi : ino=1",
+                                         comm, bdi, &lost, &sym),
+                  STALL_TRACE_OTHER);
+        char line[256];
+        snprintf(line, sizeof line, "  w-1 [001] ..... 1.0: folio_wait_writeback: bdi %0*d: ino=1",
+                 STALL_BPF_BDI_LEN, 7);
+        CHECK_INT(stall_parse_trace_line(line, comm, bdi, &lost, &sym), STALL_TRACE_OTHER);
+        snprintf(line, sizeof line, "  w-1 [001] ..... 1.0: folio_wait_writeback: bdi %0*d: ino=1",
+                 STALL_BPF_BDI_LEN - 1, 7);
+        CHECK_INT(stall_parse_trace_line(line, comm, bdi, &lost, &sym), STALL_TRACE_EVENT);
+        CHECK_INT(strlen(bdi), STALL_BPF_BDI_LEN - 1);
+
+        /* a command longer than the probe keeps is cut; a bdi name holding ": ino=" ends at the
+         * last one */
+        CHECK_INT(
+                stall_parse_trace_line("  a-very-long-command-name-1 [001] ..... 1.0: folio_wait_writeback: "
+                                       "bdi x: ino=y: ino=1 index=0",
+                                       comm, bdi, &lost, &sym),
+                STALL_TRACE_EVENT);
+        CHECK_INT(strlen(comm), STALL_BPF_COMM_LEN - 1);
+        CHECK_STR(bdi, "x: ino=y");
 }
 
 static void test_classify(void) {
