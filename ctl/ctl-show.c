@@ -238,6 +238,31 @@ static void print_unmounted(sd_bus *bus) {
                        disk, reason, retrying ? " (being retried)" : " (not retried: mount it by hand)");
 }
 
+int ctl_dump_json(sd_bus *bus, const char *verb, char **disks, uint64_t flags) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        const char *json;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "DumpJSON");
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, disks);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "t", flags | (arg_json == JSON_PRETTY ? DUMP_FLAG_PRETTY : 0));
+        if (r < 0)
+                return log_error_errno(r, "Cannot build the call: %m");
+        r = sd_bus_call(bus, m, 0, &error, &reply);
+        if (r < 0)
+                return ctl_call_error(verb, &error, r);
+        r = sd_bus_message_read(reply, "s", &json);
+        if (r < 0)
+                return log_error_errno(r, "Bad reply: %m");
+        fputs(json, stdout);
+        if (!*json || json[strlen(json) - 1] != '\n')
+                fputc('\n', stdout);
+        return 0;
+}
+
 int verb_status(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -255,30 +280,8 @@ int verb_status(int argc, char **argv) {
         if (r < 0)
                 return r;
 
-        if (arg_json != JSON_OFF) {
-                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-                const char *json;
-
-                r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE,
-                                                   "DumpJSON");
-                if (r >= 0)
-                        r = sd_bus_message_append_strv(m, disks);
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "t",
-                                                  arg_json == JSON_PRETTY ? DUMP_FLAG_PRETTY : UINT64_C(0));
-                if (r < 0)
-                        return log_error_errno(r, "Cannot build the call: %m");
-                r = sd_bus_call(bus, m, 0, &error, &reply);
-                if (r < 0)
-                        return ctl_call_error("status", &error, r);
-                r = sd_bus_message_read(reply, "s", &json);
-                if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m");
-                fputs(json, stdout);
-                if (!*json || json[strlen(json) - 1] != '\n')
-                        fputc('\n', stdout);
-                return 0;
-        }
+        if (arg_json != JSON_OFF)
+                return ctl_dump_json(bus, "status", disks, 0);
 
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply,
                                "");

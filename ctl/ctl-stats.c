@@ -63,61 +63,6 @@ static int read_stalls(sd_bus_message *reply, Stalls *s) {
         return r < 0 ? r : 0;
 }
 
-static void json_figure(JsonWriter *w, const char *key, uint64_t v) {
-        json_key(w, key);
-        if (v == STALL_UNMEASURED_USEC)
-                json_null(w);
-        else
-                json_uint(w, v);
-}
-
-static void stalls_json(JsonWriter *w, const Stalls *s) {
-        json_object_begin(w);
-        json_key(w, "name");
-        json_string(w, s->name);
-        json_key(w, "mode");
-        json_string(w, s->mode);
-        json_key(w, "measured");
-        json_bool(w, s->measured);
-        json_key(w, "durations");
-        json_bool(w, s->durations);
-        json_figure(w, "count", s->count);
-        json_figure(w, "sum_usec", s->sum_usec);
-        json_figure(w, "max_usec", s->max_usec);
-        json_figure(w, "p50_usec", s->p50_usec);
-        json_figure(w, "p99_usec", s->p99_usec);
-        json_key(w, "hist");
-        if (s->durations) {
-                json_array_begin(w);
-                for (size_t i = 0; i < s->n_hist; i++)
-                        json_uint(w, s->hist[i]);
-                json_array_end(w);
-        } else
-                json_null(w);
-        json_key(w, "comms");
-        json_array_begin(w);
-        for (size_t i = 0; i < s->n_comms; i++) {
-                json_object_begin(w);
-                json_key(w, "comm");
-                json_string(w, s->comms[i].comm);
-                json_key(w, "count");
-                json_uint(w, s->comms[i].count);
-                json_object_end(w);
-        }
-        json_array_end(w);
-        json_figure(w, "sync_count", s->sync_count);
-        json_figure(w, "other_count", s->other_count);
-        json_figure(w, "window_usec", s->window_usec);
-        json_figure(w, "window_count", s->window_count);
-        json_figure(w, "window_p99_usec", s->window_p99_usec);
-        json_figure(w, "window_max_usec", s->window_max_usec);
-        json_key(w, "reason");
-        json_string(w, s->reason);
-        json_figure(w, "probe_lost", s->lost);
-        json_figure(w, "probe_lost_comms", s->lost_comms);
-        json_object_end(w);
-}
-
 /* The probe's losses (Manager properties StallLost, StallCommsLost), STALL_UNMEASURED_USEC when
  * not known. */
 static void read_losses(sd_bus *bus, uint64_t *ret_lost, uint64_t *ret_comms) {
@@ -217,8 +162,7 @@ int verb_stats(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
-        _cleanup_strv_free_ char **names = NULL;
-        JsonWriter w;
+        _cleanup_strv_free_ char **names = NULL, **shown_names = NULL;
         int r;
 
         assert(argv);
@@ -252,10 +196,7 @@ int verb_stats(int argc, char **argv) {
 
         uint64_t lost, lost_comms;
         read_losses(bus, &lost, &lost_comms);
-        json_init(&w, stdout, arg_json == JSON_PRETTY);
-        if (arg_json != JSON_OFF)
-                json_array_begin(&w);
-        else
+        if (arg_json == JSON_OFF)
                 ctl_pager_open();
         bool first = true;
         size_t shown = 0;
@@ -273,9 +214,10 @@ int verb_stats(int argc, char **argv) {
                 /* Without a device: only the disks with waits, like biolatency. */
                 if (argc == 0 && s.measured && s.count == 0)
                         continue;
-                if (arg_json != JSON_OFF)
-                        stalls_json(&w, &s);
-                else if (argc == 0 && !s.measured) {
+                if (arg_json != JSON_OFF) {
+                        if (strv_extend(&shown_names, *n) < 0)
+                                return log_oom();
+                } else if (argc == 0 && !s.measured) {
                         printf("No stall figures: the probe is %s (%s).\n", s.mode, s.reason);
                         shown++;
                         break; /* the same for every disk */
@@ -285,8 +227,14 @@ int verb_stats(int argc, char **argv) {
                 shown++;
         }
         if (arg_json != JSON_OFF) {
+                /* The daemon's one JSON of stall figures, as status --json holds them. */
+                if (shown_names)
+                        return ctl_dump_json(bus, "stats", shown_names, DUMP_FLAG_STALLS);
+                JsonWriter w;
+                ctl_json_begin(&w);
+                json_array_begin(&w);
                 json_array_end(&w);
-                fputc('\n', stdout);
+                ctl_json_end(&w);
         } else {
                 if (shown == 0)
                         printf("No stable-pages waits measured on any disk.\n");

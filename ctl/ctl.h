@@ -42,6 +42,11 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r);
  * device, -EINVAL for an invalid name). */
 int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret);
 
+/* Prints the daemon's JSON of the disks (DumpJSON; every disk when disks is empty) with flags
+ * (DUMP_FLAG_*; --json=pretty adds DUMP_FLAG_PRETTY). Returns 0 or a negative errno, logged
+ * naming verb. */
+int ctl_dump_json(sd_bus *bus, const char *verb, char **disks, uint64_t flags);
+
 /* --json: starts writing JSON to stdout (pretty or short, as --json= says), and ends the
  * document with exactly one newline. */
 void ctl_json_begin(JsonWriter *w);

@@ -36,7 +36,8 @@
 
 /* DumpJSON() flags */
 #define DUMP_FLAG_PRETTY (UINT64_C(1) << 0)
-#define DUMP_FLAGS_ALL (DUMP_FLAG_PRETTY)
+#define DUMP_FLAG_STALLS (UINT64_C(1) << 1) /* each disk's name and stall figures only */
+#define DUMP_FLAGS_ALL (DUMP_FLAG_PRETTY | DUMP_FLAG_STALLS)
 
 /* ListDevices() stall p99 when nothing was measured */
 #define STALL_UNMEASURED_USEC UINT64_MAX

@@ -174,6 +174,25 @@ static void unmounted_json(const char *target, const char *disk, const char *rea
         json_object_end(u->w);
 }
 
+/* The object of one disk in DumpJSON: everything the daemon knows of it, or with stalls_only its
+ * name and stall figures. */
+static void device_json(Manager *m, const EngineDevice *d, bool stalls_only, JsonWriter *w) {
+        json_object_begin(w);
+        if (stalls_only)
+                json_member_string(w, "name", d->facts->name);
+        else
+                engine_device_json_members(&m->engine, d, w);
+        manager_device_stalls_json(m, d, w);
+        if (!stalls_only) {
+                mounts_json(m, d->facts->name, w);
+                json_key(w, "unmounted");
+                json_array_begin(w);
+                remount_foreach_unmounted(m->remount, unmounted_json, &(UnmountedJson){ w, d->facts->name });
+                json_array_end(w);
+        }
+        json_object_end(w);
+}
+
 int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
         _cleanup_strv_free_ char **names = NULL, **disks = NULL;
@@ -210,16 +229,7 @@ int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 EngineDevice *d = manager_device(b->manager, i);
                 if (disks && !strv_contains(disks, d->facts->name))
                         continue;
-                json_object_begin(&w);
-                engine_device_json_members(&b->manager->engine, d, &w);
-                manager_device_stalls_json(b->manager, d, &w);
-                mounts_json(b->manager, d->facts->name, &w);
-                json_key(&w, "unmounted");
-                json_array_begin(&w);
-                remount_foreach_unmounted(b->manager->remount, unmounted_json,
-                                          &(UnmountedJson){ &w, d->facts->name });
-                json_array_end(&w);
-                json_object_end(&w);
+                device_json(b->manager, d, flags & DUMP_FLAG_STALLS, &w);
         }
         json_array_end(&w);
         if (fclose(f) != 0)

@@ -377,77 +377,19 @@ int manager_reset_stalls(Manager *m, const char *name) {
         return manager_write_dump(m);
 }
 
-static void stats_json(const StallStats *s, JsonWriter *w, bool histogram) {
-        uint64_t q;
-
-        json_object_begin(w);
-        json_key(w, "count");
-        json_uint(w, s->count);
-        if (s->has_durations) {
-                json_key(w, "sum_usec");
-                json_uint(w, s->sum_usec);
-                json_key(w, "max_usec");
-                json_uint(w, s->max_usec);
-                json_key(w, "p50_usec");
-                if (stall_stats_percentile(s, 0.5, &q) >= 0)
-                        json_uint(w, q);
-                else
-                        json_null(w);
-                json_key(w, "p99_usec");
-                if (stall_stats_percentile(s, 0.99, &q) >= 0)
-                        json_uint(w, q);
-                else
-                        json_null(w);
-                if (histogram) {
-                        json_key(w, "hist");
-                        json_array_begin(w);
-                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
-                                json_uint(w, s->hist[i]);
-                        json_array_end(w);
-                }
-        }
-        json_key(w, "classified");
-        json_bool(w, s->classified);
-        json_key(w, "sync_count");
-        json_uint(w, s->sync_count);
-        json_key(w, "other_count");
-        json_uint(w, s->other_count);
-        json_key(w, "comms");
-        json_array_begin(w);
-        for (size_t i = 0; i < s->n_comms; i++) {
-                json_object_begin(w);
-                json_key(w, "comm");
-                json_string(w, s->comms[i].comm);
-                json_key(w, "count");
-                json_uint(w, s->comms[i].count);
-                json_object_end(w);
-        }
-        json_array_end(w);
-        json_object_end(w);
-}
-
 void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w) {
         StallStats total, window;
-        const char *reason = NULL;
-        bool measured = manager_device_stalls(m, d, &total, &window, &reason) >= 0;
+        StallReport report = {
+                .mode = stall_probe_mode_to_string(manager_stall_mode(m)),
+                .window_usec = m->engine.config.stall_window_usec,
+                .total = &total,
+                .window = &window,
+        };
 
+        report.measured = manager_device_stalls(m, d, &total, &window, &report.reason) >= 0;
+        if (!report.measured)
+                report.reason = manager_stall_reason(m);
+        report.losses_known = manager_stall_losses(m, &report.lost, &report.lost_comms) >= 0;
         json_key(w, "stalls");
-        json_object_begin(w);
-        json_key(w, "mode");
-        json_string(w, stall_probe_mode_to_string(manager_stall_mode(m)));
-        json_key(w, "measured");
-        json_bool(w, measured);
-        json_key(w, "durations");
-        json_bool(w, measured && total.has_durations);
-        if (measured) {
-                json_key(w, "window_usec");
-                json_uint(w, m->engine.config.stall_window_usec);
-                json_key(w, "total");
-                stats_json(&total, w, true);
-                json_key(w, "window");
-                stats_json(&window, w, false);
-        }
-        json_key(w, "reason");
-        json_string(w, measured ? reason : manager_stall_reason(m));
-        json_object_end(w);
+        stall_report_json(&report, w);
 }

@@ -87,6 +87,7 @@ struct stall_bpf_hist {
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "json.h"
 #include "macro.h"
 
 #define STALL_TOP_COMMS 8
@@ -191,6 +192,25 @@ StallTraceLine stall_parse_trace_line(const char *line, char comm[static STALL_B
 
 /* "unavailable", "bpf" or "tracefs"; NULL for a value out of range. */
 const char *stall_probe_mode_to_string(StallProbeMode m);
+
+/* A disk's stall figures in the one form every JSON of them takes: the "stalls" object of
+ * status --json, DumpJSON, devices.json and stablepagesctl stats --json. */
+typedef struct StallReport {
+        const char *mode;         /* the probe's mode (stall_probe_mode_to_string()) */
+        bool measured;            /* a probe runs: total and window hold figures */
+        uint64_t window_usec;     /* StallWindowSec= */
+        const StallStats *total;  /* since the probe started (or ResetStalls) */
+        const StallStats *window; /* over the last window_usec */
+        const char *reason;       /* why not measured, or what limits the figures ("" for nothing) */
+        bool losses_known;        /* lost and lost_comms are the probe's (it runs) */
+        uint64_t lost;            /* waits of every disk the probe could not record */
+        uint64_t lost_comms;      /* waits of every disk recorded without their command */
+} StallReport;
+
+/* Writes r as a JSON object: mode, measured, durations; when measured window_usec, total and
+ * window (count; with durations sum_usec, max_usec, p50_usec, p99_usec and, in total only,
+ * hist; classified, sync_count, other_count, comms); reason, probe_lost, probe_lost_comms. */
+void stall_report_json(const StallReport *r, JsonWriter *w);
 
 /* ---- the probe ---- */
 

@@ -72,7 +72,13 @@ json 0 "length == 1 and .[0].name == \"$loop\" and (.[0].stalls | type) == \"obj
 json 0 "length == 1 and .[0].name == \"$prot\" and .[0].need == \"required\"" explain "$prot"
 [ -z "$part" ] || json 0 "length == 1 and .[0].name == \"loop$p\"" explain "$part"
 json 0 'type == "array"' stats
-json 0 "length == 1 and .[0].name == \"$loop\"" stats "$loop"
+json 0 "length == 1 and .[0].name == \"$loop\" and (.[0] | keys) == [\"name\", \"stalls\"]
+        and .[0].stalls.measured == true and (.[0].stalls.total.hist | length) == 32" stats "$loop"
+# One schema of stall figures: stats --json holds the "stalls" of status --json, member for member.
+stall_paths() { "$SP_CTL" --json "$@" | jq -c '[.[0].stalls | paths | map(tostring) | join(".")] | sort'; }
+checks=$((checks + 1))
+[ "$(stall_paths stats "$loop")" = "$(stall_paths status "$loop")" ] ||
+        sp_fail "stats --json and status --json hold stall figures in two shapes: $(stall_paths stats "$loop") vs $(stall_paths status "$loop")"
 json 0 ".device == \"$loop\" and .setting == \"on\" and (.message | startswith(\"$loop\"))" set "$loop" on --runtime --apply
 [ "$(cat "/sys/block/$loop/queue/stable_writes")" = 1 ] ||
         sp_fail "set --json $loop on --apply: stable writes not on"

@@ -107,12 +107,12 @@ grep -q "pending" <<<"$explain" || sp_fail "explain does not show the pending mo
 # 3. The figures, once the daemon polled the probe after the writer's last rewrite.
 sleep 1.5
 stats=$("$CTL" --no-pager --json stats "$loop")
-count=$(jq -r '.[0].count' <<<"$stats")
-p99=$(jq -r '.[0].p99_usec' <<<"$stats")
+count=$(jq -r '.[0].stalls.total.count' <<<"$stats")
+p99=$(jq -r '.[0].stalls.total.p99_usec' <<<"$stats")
 sp_log "GetStalls: count $count, p99 <= $p99 us, writer's slow rewrites $slow"
 [ "$count" -ge $((slow - 2)) ] && [ "$count" -le 40 ] || sp_fail "probe count $count vs writer's slow rewrites $slow"
 [ "$p99" -gt 10000 ] || sp_fail "p99 $p99 us is not over the 10 ms budget"
-[ "$(jq -r '.[0].hist | add' <<<"$stats")" = "$count" ] || sp_fail "histogram does not add up to count"
+[ "$(jq -r '.[0].stalls.total.hist | add' <<<"$stats")" = "$count" ] || sp_fail "histogram does not add up to count"
 text=$("$CTL" --no-pager stats "$loop")
 sed 's/^/#   /' <<<"$text"
 grep -q "stall-writer" <<<"$text" || sp_fail "stats: no top command"
@@ -165,7 +165,7 @@ sp_wait_for 5000 "pending cleared" sh -c "[ \"\$('$CTL' --json status $loop | jq
 # 7. ResetStalls. The figures are open to everyone; forgetting them is not.
 if command -v setpriv >/dev/null; then
         nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
-        [ "$(nobody "$CTL" --json stats "$loop" | jq -r '.[0].measured')" = true ] ||
+        [ "$(nobody "$CTL" --json stats "$loop" | jq -r '.[0].stalls.measured')" = true ] ||
                 sp_fail "an unprivileged user cannot read the stall figures"
         out=$(nobody busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager \
                 ResetStalls s "$loop" 2>&1) && sp_fail "an unprivileged user reset the stall figures"

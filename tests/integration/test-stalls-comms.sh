@@ -58,7 +58,7 @@ if [ "$(prop StallLost)" != 0 ] || [ "$(prop StallCommsLost)" != 0 ]; then
         sp_fail "the probe lost waits or commands: StallLost $(prop StallLost), StallCommsLost $(prop StallCommsLost)"
 fi
 stats=$("$CTL" --json=short stats "$loop") || sp_fail "stablepagesctl stats failed"
-[ "$(jq -r '.[0].probe_lost, .[0].probe_lost_comms' <<<"$stats" | tr '\n' ' ')" = "0 0 " ] ||
+[ "$(jq -r '.[0].stalls.probe_lost, .[0].stalls.probe_lost_comms' <<<"$stats" | tr '\n' ' ')" = "0 0 " ] ||
         sp_fail "stablepagesctl stats --json: $stats"
 [ "$(jq -r '.stall_probe_lost, .stall_probe_lost_comms' "$SP_RUNTIME/devices.json" | tr '\n' ' ')" = "0 0 " ] ||
         sp_fail "devices.json does not report the losses as 0"

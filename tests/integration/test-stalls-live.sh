@@ -37,7 +37,7 @@ probe=$(busctl --system get-property org.stablepages1 /org/stablepages1 org.stab
 
 # The waits of the disk as each reader shows them, one per line.
 readers() {
-        "$CTL" --no-pager --json stats "$loop" | jq -r '.[0].count'
+        "$CTL" --no-pager --json stats "$loop" | jq -r '.[0].stalls.total.count'
         busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager GetStalls s "$loop" |
                 cut -d' ' -f5
         stalls_dev_prop "$loop" StallCount
