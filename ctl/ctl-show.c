@@ -263,38 +263,32 @@ int ctl_dump_json(sd_bus *bus, const char *verb, char **disks, uint64_t flags) {
         return 0;
 }
 
-int verb_status(int argc, char **argv) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+/* The P99 column: "none" without waits, "-" when not measured. */
+static const char *format_p99(uint64_t p99, char buf[static 32]) {
+        if (p99 == 0)
+                return "none"; /* no waits: there is no p99 */
+        if (p99 == STALL_UNMEASURED_USEC)
+                return "-";
+        if (p99 >= 10000)
+                snprintf(buf, 32, "%" PRIu64 "ms", p99 / 1000);
+        else
+                snprintf(buf, 32, "%" PRIu64 "us", p99);
+        return buf;
+}
+
+/* The table of the disks (ListDevices; only those of disks unless it is empty), and in
+ * *ret_protected "DISK=NEED" of those that need stable writes. */
+static int status_devices(sd_bus *bus, char **disks, Table **ret, char ***ret_protected) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(table_freep) Table *t = NULL;
-        _cleanup_strv_free_ char **disks = NULL, **protected = NULL;
+        _cleanup_strv_free_ char **protected = NULL;
         int r;
-
-        assert(argv);
-
-        if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
-                return status_local(argc, argv);
-
-        r = ctl_resolve_names(bus, argc, argv, &disks);
-        if (r < 0)
-                return r;
-
-        if (arg_json != JSON_OFF)
-                return ctl_dump_json(bus, "status", disks, 0);
 
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply,
                                "");
         if (r < 0)
                 return ctl_call_error("status", &error, r);
-        if (arg_legend) {
-                _cleanup_free_ char *mode = NULL, *why = NULL;
-                if (sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "StallProbe",
-                                               NULL, &mode) >= 0 &&
-                    sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE,
-                                               "StallProbeReason", NULL, &why) >= 0)
-                        printf("Stall probe: %s (%s)\n\n", mode, why);
-        }
         t = table_new(status_header);
         if (!t)
                 return log_oom();
@@ -305,7 +299,7 @@ int verb_status(int argc, char **argv) {
                 const char *name, *path, *need, *kernel, *desired, *mounts;
                 int pending;
                 uint64_t p99;
-                char p99s[32] = "-";
+                char p99s[32];
 
                 r = sd_bus_message_read(reply, "(sossssbt)", &name, &path, &need, &kernel, &desired, &mounts,
                                         &pending, &p99);
@@ -315,25 +309,28 @@ int verb_status(int argc, char **argv) {
                         break;
                 if (strv_length(disks) > 0 && !strv_contains(disks, name))
                         continue;
-                if (p99 == 0)
-                        snprintf(p99s, sizeof p99s, "none"); /* no waits: there is no p99 */
-                else if (p99 != STALL_UNMEASURED_USEC) {
-                        if (p99 >= 10000)
-                                snprintf(p99s, sizeof p99s, "%" PRIu64 "ms", p99 / 1000);
-                        else
-                                snprintf(p99s, sizeof p99s, "%" PRIu64 "us", p99);
-                }
-                const char *row[] = { name, need, kernel, desired, isempty(mounts) ? "-" : mounts, p99s };
+                const char *row[] = {
+                        name, need, kernel, desired, isempty(mounts) ? "-" : mounts, format_p99(p99, p99s)
+                };
                 if (table_add_row(t, row) < 0)
                         return log_oom();
                 if (need_is_protected(need_from_string(need)) &&
                     strv_extendf(&protected, "%s=%s", name, need) < 0)
                         return log_oom();
         }
+        *ret = TAKE_PTR(t);
+        *ret_protected = TAKE_PTR(protected);
+        return 0;
+}
 
-        /* Which identity each override is bound to: a disk, not a name. */
+/* The table of the overrides (ListOverrides; only those of disks unless it is empty), with the
+ * identity each is bound to: a disk, not a name. */
+static int status_overrides(sd_bus *bus, char **disks, Table **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
         _cleanup_(table_freep) Table *o = table_new(overrides_header);
+        int r;
+
         if (!o)
                 return log_oom();
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListOverrides", &error,
@@ -356,6 +353,46 @@ int verb_status(int argc, char **argv) {
                 return log_oom();
         if (r < 0)
                 return log_error_errno(r, "Bad reply: %m");
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* "Stall probe: MODE (REASON)", the legend above the table. */
+static void print_stall_probe(sd_bus *bus) {
+        _cleanup_free_ char *mode = NULL, *why = NULL;
+
+        if (sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "StallProbe", NULL,
+                                       &mode) >= 0 &&
+            sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "StallProbeReason",
+                                       NULL, &why) >= 0)
+                printf("Stall probe: %s (%s)\n\n", mode, why);
+}
+
+int verb_status(int argc, char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(table_freep) Table *t = NULL, *o = NULL;
+        _cleanup_strv_free_ char **disks = NULL, **protected = NULL;
+        int r;
+
+        assert(argv);
+
+        if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
+                return status_local(argc, argv);
+
+        r = ctl_resolve_names(bus, argc, argv, &disks);
+        if (r < 0)
+                return r;
+        if (arg_json != JSON_OFF)
+                return ctl_dump_json(bus, "status", disks, 0);
+
+        r = status_devices(bus, disks, &t, &protected);
+        if (r < 0)
+                return r;
+        if (arg_legend)
+                print_stall_probe(bus);
+        r = status_overrides(bus, disks, &o);
+        if (r < 0)
+                return r;
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
