@@ -10,9 +10,92 @@
 #include "overrides.h"
 #include "util.h"
 
+/* The interlock, before anything is written anywhere: turning stable writes off on a disk that
+ * needs them takes the force. Returns 0 when the request may go on, else the refusal (logged,
+ * signalled and set in error). */
+static int check_interlock(BusService *b, const EngineDevice *d, Setting setting, bool force,
+                           sd_bus_error *error) {
+        const char *disk = d->facts->name;
+
+        if (setting != SETTING_OFF || !need_is_protected(d->class.need) || force)
+                return 0;
+        log_notice("%s: refused a request to turn stable writes off: need is %s.", disk,
+                   need_to_string(d->class.need));
+        (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", disk,
+                                  "need is required or unknown and force was not given");
+        return reply_error(
+                error, BUS_ERROR_REFUSED,
+                "refusing to turn off stable writes on %s: need is %s (%s); use --force to override", disk,
+                need_to_string(d->class.need), d->class.reasons ? d->class.reasons[0] : "no reason");
+}
+
+/* Keeps the override of disk: at run time, bound to the disk's diskseq, or in a drop-in, whose
+ * sentence goes to *ret_done. Returns 0, or what a method handler returns. */
+static int store_override(BusService *b, const char *disk, Setting setting, uint64_t flags, char **ret_done,
+                          sd_bus_error *error) {
+        bool force = flags & SET_FLAG_FORCE;
+        int r;
+
+        if (flags & SET_FLAG_RUNTIME) {
+                r = manager_set_override(b->manager, disk, setting, force);
+                if (r == -EOPNOTSUPP)
+                        return reply_error(error, BUS_ERROR_NO_IDENTITY,
+                                           "%s: the kernel gives this disk no diskseq (Linux 5.15 and later "
+                                           "do): a runtime override could not be told apart from the next "
+                                           "disk that takes the name; use a persistent override",
+                                           disk);
+                return r;
+        }
+        r = manager_set_persistent(b->manager, disk, setting, force, flags & SET_FLAG_BIND_NAME, ret_done);
+        if (r < 0 && r != -ENOMEM)
+                return reply_error(error,
+                                   r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
+                                   : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
+                                   : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                  : BUS_ERROR_APPLY_FAILED,
+                                   "%s", *ret_done ?: strerror(-r));
+        return r;
+}
+
+/* Writes the flag of disk as its decision now says. Returns 0, or what a method handler
+ * returns. */
+static int apply_now(BusService *b, const char *disk, sd_bus_error *error) {
+        _cleanup_(apply_result_done) ApplyResult res = {};
+        int r = manager_apply_device(b->manager, disk, &res);
+
+        if (r < 0 && r != -ENOMEM)
+                return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED, "%s",
+                                   res.message ?: strerror(-r));
+        return r;
+}
+
+/* The reply of SetDevicePolicy: what was set and where it is kept (done: the drop-in's
+ * sentence, for a persistent override), then the decision and the kernel state of d now. NULL
+ * on ENOMEM. */
+static char *set_device_policy_reply(const EngineDevice *d, Setting setting, uint64_t flags,
+                                     const char *done) {
+        _cleanup_free_ char *kept = NULL;
+        bool force = flags & SET_FLAG_FORCE;
+
+        if (flags & SET_FLAG_RUNTIME)
+                kept = setting == SETTING_AUTO && !force
+                               ? strdup("removed")
+                               : strdup_printf("until the disk goes away, bound to %s",
+                                               d->override_binding ?: "?");
+        else
+                kept = done ? strdup(done) : NULL;
+        if (!kept)
+                return NULL;
+        return strdup_printf("%s: StableWrites=%s (%s), %s: %s; desired %s: %s; kernel %s", d->facts->name,
+                             setting_to_string(setting), force ? "force" : "no force",
+                             flags & SET_FLAG_RUNTIME ? "runtime" : "persistent", kept,
+                             desired_to_string(d->decision.desired), d->decision.reason,
+                             kernel_state_to_string(d->facts->stable_writes, d->class.in_force));
+}
+
 static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
-        _cleanup_free_ char *disk = NULL;
+        _cleanup_free_ char *disk = NULL, *done = NULL, *msg = NULL;
         const char *name, *mode;
         uint64_t flags;
         EngineDevice *d;
@@ -24,57 +107,20 @@ static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bu
         if (r < 0)
                 return r;
         Setting setting = setting_from_string(mode);
-        bool force = flags & SET_FLAG_FORCE;
         r = find_device(b, name, &d, error);
         if (r < 0)
                 return r;
-        disk = strdup(d->facts->name);
-        if (!disk)
-                return -ENOMEM;
-
-        /* The interlock, before anything is written anywhere. */
-        if (setting == SETTING_OFF && need_is_protected(d->class.need) && !force) {
-                log_notice("%s: refused a request to turn stable writes off: need is %s.", disk,
-                           need_to_string(d->class.need));
-                (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", disk,
-                                          "need is required or unknown and force was not given");
-                return reply_error(
-                        error, BUS_ERROR_REFUSED,
-                        "refusing to turn off stable writes on %s: need is %s (%s); use --force to "
-                        "override",
-                        disk, need_to_string(d->class.need),
-                        d->class.reasons ? d->class.reasons[0] : "no reason");
-        }
-
-        _cleanup_free_ char *done = NULL;
-        if (flags & SET_FLAG_RUNTIME) {
-                r = manager_set_override(b->manager, disk, setting, force);
-                if (r == -EOPNOTSUPP)
-                        return reply_error(error, BUS_ERROR_NO_IDENTITY,
-                                           "%s: the kernel gives this disk no diskseq (Linux 5.15 and later "
-                                           "do): a runtime override could not be told apart from the next "
-                                           "disk that takes the name; use a persistent override",
-                                           disk);
-        } else {
-                r = manager_set_persistent(b->manager, disk, setting, force, flags & SET_FLAG_BIND_NAME,
-                                           &done);
-                if (r < 0 && r != -ENOMEM)
-                        return reply_error(error,
-                                           r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
-                                           : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
-                                           : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
-                                                          : BUS_ERROR_APPLY_FAILED,
-                                           "%s", done ?: strerror(-r));
-        }
+        r = check_interlock(b, d, setting, flags & SET_FLAG_FORCE, error);
         if (r < 0)
                 return r;
-
+        disk = strdup(d->facts->name); /* d may go with the next scan */
+        if (!disk)
+                return -ENOMEM;
+        r = store_override(b, disk, setting, flags, &done, error);
+        if (r < 0)
+                return r;
         if (flags & SET_FLAG_APPLY) {
-                _cleanup_(apply_result_done) ApplyResult res = {};
-                r = manager_apply_device(b->manager, disk, &res);
-                if (r < 0 && r != -ENOMEM)
-                        return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED,
-                                           "%s", res.message ?: strerror(-r));
+                r = apply_now(b, disk, error);
                 if (r < 0)
                         return r;
         }
@@ -82,18 +128,7 @@ static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bu
         d = manager_find_device(b->manager, disk);
         if (!d)
                 return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: disappeared", disk);
-        if (flags & SET_FLAG_RUNTIME)
-                done = setting == SETTING_AUTO && !force
-                               ? strdup("removed")
-                               : strdup_printf("until the disk goes away, bound to %s",
-                                               d->override_binding ?: "?");
-        _cleanup_free_ char *msg =
-                done ? strdup_printf("%s: StableWrites=%s (%s), %s: %s; desired %s: %s; kernel %s", disk,
-                                     setting_to_string(setting), force ? "force" : "no force",
-                                     flags & SET_FLAG_RUNTIME ? "runtime" : "persistent", done,
-                                     desired_to_string(d->decision.desired), d->decision.reason,
-                                     kernel_state_to_string(d->facts->stable_writes, d->class.in_force))
-                     : NULL;
+        msg = set_device_policy_reply(d, setting, flags, done);
         if (!msg)
                 return -ENOMEM;
         _cleanup_(bus_strings_done) BusStrings strings = {};
