@@ -170,7 +170,7 @@ storm() {
                 { ! $asan && ! [ "$(field max_us "$after")" -le $((ANSWER_MS * 1000)) ]; }; then
                 bad "storm: the held calls were not all answered with an error within $ANSWER_MS ms of polkit's answer: $after"
         fi
-        limit_us=$(max $((P99_MS * 1000)) $((3 * floor_p99)))
+        limit_us=$(max $((ANSWER_MS * 1000)) $((3 * floor_p99)))
         ! $asan || limit_us=$((limit_us * 1000))
         if [ "$(field failed "$mon")" != 0 ] || ! [ "$(field p99_us "$mon")" -le "$limit_us" ]; then
                 bad "ListDevices during the storm: p99 $(field p99_us "$mon") us (limit $limit_us us), $(field failed "$mon") failed"
