@@ -13,7 +13,10 @@ integrity_bare() {
         dmsetup create "$1" --table "0 8 integrity $2 0 4 $3 1 internal_hash:crc32c" ||
                 { echo "dmsetup create $1 (integrity, format) failed" >&2; return 1; }
         _provided=$(dmsetup status "$1" | cut -d' ' -f5)
-        dmsetup remove "$1" || return 1
+        # udev's probe of the new device reads sectors that fail their checksum, with retries,
+        # and holds it open meanwhile: the remove waits for that.
+        ! command -v udevadm >/dev/null || udevadm settle --timeout=30 || true
+        dmsetup remove --retry "$1" || return 1
         dmsetup create "$1" ${4:+--uuid "$4"} --table "0 $_provided integrity $2 0 4 $3 1 internal_hash:crc32c" ||
                 { echo "dmsetup create $1 (integrity) failed" >&2; return 1; }
 }

@@ -148,7 +148,7 @@ Force=yes"
                 ;;
         esac
         case $mode in
-        bare-B) dmsetup remove sp-bare ;;
+        bare-B) dmsetup remove --retry sp-bare ;;
         *) integritysetup close "sp-int-$mode" ;;
         esac
 done
