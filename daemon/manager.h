@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "mounts.h"
+#include "stall-probe.h"
 #include "stalls-window.h"
 #include "udev.h"
 

@@ -31,10 +31,14 @@
  * StallWindowSec=.
  *
  * Histogram: bucket 0 holds waits of 0..1 us, bucket i >= 1 holds [2^i, 2^(i+1)) us, the last
- * bucket is open-ended. The pure helpers (stall_hist_*, stall_stats_*, stall_parse_*,
- * stall_classify_caller, stall_kallsyms_lookup) need neither BPF nor tracefs nor privileges;
- * the statistics (stall_hist_*, stall_stats_*: stalls-stats.c) are in the core library, which
- * stablepagesctl links too. */
+ * bucket is open-ended. The pure helpers need neither BPF nor tracefs nor privileges: the
+ * statistics (stall_hist_*, stall_stats_*) are in stalls-stats.c, the parsers (stall_parse_*,
+ * stall_classify_caller, stall_kallsyms_lookup, stall_probe_mode_to_string) in stalls-parse.c,
+ * the JSON in stalls-json.c.
+ *
+ * This header is the contract between the probe that measures (stalls/stall-probe.h, the
+ * library stablepages-stalls) and all that reads its figures: it and the pure helpers are in
+ * the core library, which stablepagesctl links too. */
 
 /* Layout shared with stalls.bpf.c; plain C types only. */
 #define STALL_HIST_BUCKETS 32
@@ -211,83 +215,5 @@ typedef struct StallReport {
  * window (count; with durations sum_usec, max_usec, p50_usec, p99_usec and, in total only,
  * hist; classified, sync_count, other_count, comms); reason, probe_lost, probe_lost_comms. */
 void stall_report_json(const StallReport *r, JsonWriter *w);
-
-/* ---- the probe ---- */
-
-typedef struct StallProbe StallProbe;
-
-/* Creates a probe and starts measuring: BPF when it loads and attaches, else the tracefs
- * counter, else mode "unavailable" (which is not an error: *ret is set, the reason says why).
- * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes need it: libbpf
- * looks the classic tracepoint's id up there). Needs CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN) for
- * BPF, root for tracefs.
- * Test only: STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
- * skips both, STABLEPAGES_STALLS_FORCE_KALLSYMS=1 names addresses from /proc/kallsyms as on kernels
- * before 5.14. Returns 0 or -ENOMEM. */
-int stall_probe_new(StallProbe **ret);
-
-/* Detaches everything, removes the tracefs instance; returns NULL. */
-StallProbe *stall_probe_free(StallProbe *p);
-DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
-#define _cleanup_stall_probe_free_ _cleanup_(stall_probe_freep)
-
-StallProbeMode stall_probe_mode(const StallProbe *p);
-
-/* Why this mode, for status: "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch,
- * waits classified by caller", or what failed on the way ("BPF: ...; tracefs: ..."). Never
- * NULL. */
-const char *stall_probe_mode_reason(const StallProbe *p);
-
-/* Whether the probe sorts waits by cause (StallStats.classified of what it reads). */
-bool stall_probe_classified(const StallProbe *p);
-
-/* Waits seen but not recorded (a map full, tracefs ring buffer overrun): when non-zero the
- * counts are lower bounds. Tracepoint hits that did not sleep are not waits and not lost. */
-uint64_t stall_probe_lost(StallProbe *p);
-
-/* Stable-pages waits recorded without their command (BPF mode: the table of commands, least
- * recently used out first, could take no entry): the top commands may miss some. Else 0. */
-uint64_t stall_probe_lost_comms(StallProbe *p);
-
-/* Tracepoint hits that did not end in a sleep (the writeback completed between the check and
- * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
-uint64_t stall_probe_unmatched(StallProbe *p);
-
-/* Tracefs mode collects by draining a ring buffer: call this periodically (every few seconds;
- * read and list call it too) so that it does not overrun. No-op in the other modes.
- * Returns 0 or -errno. */
-int stall_probe_poll(StallProbe *p);
-
-/* Stats of one disk since start or the last reset. A disk with no waits reads 0 with
- * count 0 (that is a measurement). Returns 0 or -EOPNOTSUPP (mode unavailable), -errno. */
-int stall_probe_read(StallProbe *p, dev_t devnum, StallStats *ret);
-
-/* Stats of every bdi with at least one wait, sorted by devnum then bdi name. *ret is a
- * malloc()ed array. Returns 0, -EOPNOTSUPP (mode unavailable) or -errno. */
-int stall_probe_list(StallProbe *p, StallStats **ret, size_t *ret_n);
-
-/* Forgets the waits of one disk, or of all when devnum is 0. Returns 0, -EOPNOTSUPP, -errno. */
-int stall_probe_reset(StallProbe *p, dev_t devnum);
-
-/* ---- internal: the tracefs backend (stalls-tracefs.c; the BPF one is in stalls-bpf.h) ---- */
-
-typedef struct StallTracefs StallTracefs;
-
-/* Makes a private instance under the tracefs root and enables the wait tracepoint in it.
- * On failure returns -errno and a malloc()ed explanation in *ret_error. */
-int stall_tracefs_new(const char *tracefs_root, StallTracefs **ret, char **ret_error);
-StallTracefs *stall_tracefs_free(StallTracefs *t);
-/* Drains the instance's trace_pipe into the per-bdi counts. */
-int stall_tracefs_poll(StallTracefs *t);
-/* Copies the accumulated counts (has_durations false). */
-int stall_tracefs_list(StallTracefs *t, StallStats **ret, size_t *ret_n);
-void stall_tracefs_reset(StallTracefs *t, const char *bdi_or_null);
-uint64_t stall_tracefs_lost(StallTracefs *t);
-bool stall_tracefs_classified(StallTracefs *t);
-const char *stall_tracefs_event(StallTracefs *t);
-
-/* Finds the mounted tracefs, mounting it on /sys/kernel/tracing when none is (*ret_mounted
- * says so). *ret is a static string. Returns 0 or -errno. */
-int stall_tracefs_find_root(const char **ret, bool *ret_mounted);
 
 #endif /* __bpf__ */

@@ -14,7 +14,7 @@
 #include <sys/vfs.h>
 
 #include "log.h"
-#include "stalls.h"
+#include "stall-probe.h"
 #include "util.h"
 
 #define TRACEFS_MAGIC_NUMBER 0x74726163

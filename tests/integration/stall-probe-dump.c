@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "log.h"
-#include "stalls.h"
+#include "stall-probe.h"
 #include "util.h"
 
 static uint64_t timeval_usec(const struct timeval *tv) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <sys/sysmacros.h>
 
-#include "stalls.h"
+#include "stall-probe.h"
 #include "tests.h"
 
 static void test_buckets(void) {
