@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Table-driven tests of daemon/config*.c and device-match.c: each case writes a main file and drop-ins into
- * a mkdtemp() directory, loads them, and compares the configuration and every diagnostic (level, file, line,
- * text). Unreadable files are made with dangling symlinks, symlink loops and directories, not chmod 000,
- * which root ignores. */
+/* Table-driven tests of daemon/core/config*.c and device-match.c: each case writes a main file and drop-ins
+ * into a mkdtemp() directory, loads them, and compares the configuration and every diagnostic (level, file,
+ * line, text). Unreadable files are made with dangling symlinks, symlink loops and directories, not chmod
+ * 000, which root ignores. */
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/exit-code.c and SYNTHETIC_ERRNO (macro.h, log.c): the exit codes users see for a
+/* daemon/shared/exit-code.c and SYNTHETIC_ERRNO (macro.h, log.c): the exit codes users see for a
  * verb's result, and a made-up error that logs its errno for %m and returns -errno. */
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What overrides are bound to (daemon/identity.c, the matching of config.c, the engine): a
+/* What overrides are bound to (daemon/core/identity.c, the matching of config.c, the engine): a
  * persistent override binds to the most stable identity a disk has and no other disk shares,
  * is written where a [Device] header can hold it (glob characters escaped, nothing the parser
  * would strip or refuse), in a drop-in named after it; reset finds the drop-ins that match a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/learned.c: what Policy=balanced learned survives a reboot: saved records load back
+/* daemon/core/learned.c: what Policy=balanced learned survives a reboot: saved records load back
  * the same, a reason with tabs and line breaks stays one field, damaged lines are skipped
  * and the rest kept, the key prefers WWN then serial then the kernel name. And the engine
  * reads the learned state (what the one-shot udev applier does at boot): a recommended disk

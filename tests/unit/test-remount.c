@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The pure safety checks of the unmount + mount cycle (daemon/remount-check.c) on mount
+/* The pure safety checks of the unmount + mount cycle (daemon/core/remount-check.c) on mount
  * tables written as /proc/PID/mountinfo text: what is refused and why, the options a
  * filesystem is mounted again with, propagation, swap files, loop devices, unit names; the
  * directories a mount point may lie below (remount_check_dir); the journal of cycles in flight
- * (daemon/remount-journal.c): its text both ways, hostile and broken journals, its files. */
+ * (daemon/core/remount-journal.c): its text both ways, hostile and broken journals, its files. */
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>

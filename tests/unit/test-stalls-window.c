@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/stalls-window.c and daemon/metrics.c: the waits of the last StallWindowSec= are the
+/* daemon/stalls/stalls-window.c and daemon/core/metrics.c: the waits of the last StallWindowSec= are the
  * newest snapshot minus the newest one at least a window old; a disk's first waits count from
  * the poll before; a probe reset counts what came after it. And the Prometheus text: the
  * histogram in seconds, cumulative, +Inf == _count, no stall series where nothing measures. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/state.c, the files that must survive kill -9: what is saved loads back the same
+/* daemon/core/state.c, the files that must survive kill -9: what is saved loads back the same
  * (also for a mount target of PATH_MAX bytes full of characters that are escaped), a
  * damaged file loses only its damaged lines, the temporary file of an interrupted atomic
  * write is never read, and a write that fails half-way (ENOSPC injected into the

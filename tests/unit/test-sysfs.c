@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/sysfs.c on a fake sysfs root: what each read and write returns when the attribute
+/* daemon/core/sysfs.c on a fake sysfs root: what each read and write returns when the attribute
  * is missing, is something else than a file (a directory, a FIFO, a symlink, a device
  * node), cannot be opened (EACCES as an unprivileged user), or when the write itself fails
  * (EIO, EINVAL, EBUSY injected with tests/unit/fault.c). Nothing may block, crash or
