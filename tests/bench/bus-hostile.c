@@ -496,7 +496,9 @@ static int run_monitor(void) {
         for (size_t i = 0; i < monitor.n; i++) {
                 Call *c = &monitor.calls[i];
                 if (!c->answered_usec || c->error[0]) {
-                        failed++;
+                        if (failed++ < 3)
+                                printf("monitor failed call %zu: %s\n", i,
+                                       c->error[0] ? c->error : "no answer");
                         continue;
                 }
                 lat[n++] = c->answered_usec - c->sent_usec;
