@@ -47,6 +47,8 @@ static const CallerRule caller_rules[] = {
         { "__bpf_trace_", MATCH_PREFIX, STALL_KIND_SKIP },
         { "__traceiter_", MATCH_PREFIX, STALL_KIND_SKIP },
         { "bpf_trace_run2", MATCH_EXACT, STALL_KIND_SKIP },
+        /* fentry mode: the BPF trampoline between the program and the traced function */
+        { "bpf_trampoline_", MATCH_PREFIX, STALL_KIND_SKIP },
         /* data integrity: fsync, fdatasync, sync_file_range(WAIT_*), msync, sync, O_SYNC; the
          * WB_SYNC_ALL writeback loops wait for a page's earlier writeback before writing it
          * again (generic ones and the filesystems' own, e.g. ext4's mpage_prepare_extent_to_map,

@@ -4,9 +4,12 @@
 /* The stall observatory: how long writers wait for pages under writeback, per disk.
  *
  * A StallProbe measures in one of three modes:
- *   bpf          the raw tracepoints writeback:folio_wait_writeback (start of a wait) and
- *                sched_switch (its end) through a libbpf skeleton: per disk a log2
- *                histogram of wait durations, count, sum, max and the top waiting commands;
+ *   bpf          through a libbpf skeleton, per disk a log2 histogram of wait durations, count,
+ *                sum, max and the top waiting commands; where the kernel has BPF trampolines,
+ *                fentry/fexit on folio_wait_writeback() (a wait: call to return),
+ *                folio_wait_stable() and __filemap_fdatawait_range() (its cause), else the
+ *                raw tracepoints writeback:folio_wait_writeback (start of a wait) and
+ *                sched_switch (its end);
  *   tracefs      the same tracepoint enabled in a private tracefs instance and counted from its
  *                trace_pipe: counts and commands, no durations (has_durations is false);
  *   unavailable  nothing measures; the reason says why. Reads fail with -EOPNOTSUPP: never
@@ -16,7 +19,9 @@
  * those are not caused by stable pages: fsync() and the WB_SYNC_ALL writeback loops wait the
  * same way, and so do truncation, reclaim and migration. Both modes classify each wait by the
  * kernel function that called folio_wait_writeback() (BPF: bpf_get_stack, each return address
- * named once, when first seen; tracefs: the instance's stacktrace option); count, sum, max, hist and comms
+ * named once, when first seen; fentry/fexit: through folio_wait_stable() or
+ * __filemap_fdatawait_range() without it, other waits with it; tracefs: the instance's
+ * stacktrace option); count, sum, max, hist and comms
  * are the stable-pages waits only, sync_* and other_* count the rest. When classification is
  * impossible, classified is false and every wait counts as a stable-pages wait.
  *

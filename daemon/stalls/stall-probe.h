@@ -20,7 +20,8 @@ typedef struct StallProbe StallProbe;
  * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes need it: libbpf
  * looks the classic tracepoint's id up there). Needs CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN) for
  * BPF, root for tracefs.
- * Test only: STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
+ * Test only: STABLEPAGES_STALLS_FORCE_TRACEPOINTS=1 skips fentry/fexit (the raw tracepoints
+ * where both work), STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
  * skips both, STABLEPAGES_STALLS_FORCE_KALLSYMS=1 names addresses from /proc/kallsyms as on kernels
  * before 5.14. Returns 0 or -ENOMEM. */
 int stall_probe_new(StallProbe **ret);
@@ -32,9 +33,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
 
 StallProbeMode stall_probe_mode(const StallProbe *p);
 
-/* Why this mode, for status: "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch,
- * waits classified by caller", or what failed on the way ("BPF: ...; tracefs: ..."). Never
- * NULL. */
+/* Why this mode, for status: "BPF fentry/fexit folio_wait_writeback + folio_wait_stable +
+ * __filemap_fdatawait_range, waits classified by caller", "BPF raw tracepoints
+ * writeback:folio_wait_writeback + sched_switch, waits classified by caller", or what failed on
+ * the way ("BPF: ...; tracefs: ..."). Never NULL. */
 const char *stall_probe_mode_reason(const StallProbe *p);
 
 /* Whether the probe sorts waits by cause (StallStats.classified of what it reads). */

@@ -99,17 +99,52 @@ static bool kallsyms_readable(void) {
         return false;
 }
 
-/* Opens the skeleton with the programs this kernel needs; symbolize only when asked. */
-static struct stalls_bpf *bpf_open(bool has_folio, unsigned kernel, bool symbolize, bool classify) {
+/* Whether the kernel refuses BPF tracing programs (fentry/fexit) outright: a two-instruction
+ * one with a BTF id that is no function (1) is rejected by the verifier with EINVAL where they
+ * may load, and with EPERM (an LSM, lockdown) before any verification where they may not. About
+ * 0.1 ms, against ~17 ms for loading the whole object to see it fail. */
+static bool bpf_tracing_refused(void) {
+        struct bpf_insn insns[] = {
+                { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+                { .code = BPF_JMP | BPF_EXIT },
+        };
+        LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY, .attach_btf_id = 1);
+        int fd =
+                bpf_prog_load(BPF_PROG_TYPE_TRACING, "probe_fentry", "GPL", insns, ELEMENTSOF(insns), &opts);
+
+        if (fd >= 0) {
+                (void) close(fd);
+                return false;
+        }
+        return errno == EPERM;
+}
+
+/* Opens the skeleton with the programs of one mode: fentry/fexit on the wait functions
+ * (fentry), else the raw tracepoints (has_folio: folio_wait_writeback, else
+ * wait_on_page_writeback); symbolize only when asked. */
+static struct stalls_bpf *bpf_open(bool fentry, bool has_folio, unsigned kernel, bool symbolize,
+                                   bool classify) {
         struct stalls_bpf *skel = stalls_bpf__open();
         bool four_args = kernel >= KERNEL_VERSION(5, 18, 0); /* sched_switch got prev_state */
 
         if (!skel)
                 return NULL;
-        bpf_program__set_autoload(skel->progs.folio_wait_writeback, has_folio);
-        bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !has_folio);
-        bpf_program__set_autoload(skel->progs.sched_switch, four_args);
-        bpf_program__set_autoload(skel->progs.sched_switch_3args, !four_args);
+        struct bpf_program *fentry_progs[] = {
+                skel->progs.stable_enter,
+                skel->progs.writeback_enter,
+                skel->progs.writeback_exit,
+                skel->progs.fdatawait_enter,
+                skel->progs.writeback_killable_enter,
+                skel->progs.writeback_killable_exit,
+                skel->progs.fdatawait_exit,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fentry_progs); i++)
+                bpf_program__set_autoload(fentry_progs[i], fentry);
+        bpf_map__set_autocreate(skel->maps.stable_marks, fentry);
+        bpf_program__set_autoload(skel->progs.folio_wait_writeback, !fentry && has_folio);
+        bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !fentry && !has_folio);
+        bpf_program__set_autoload(skel->progs.sched_switch, !fentry && four_args);
+        bpf_program__set_autoload(skel->progs.sched_switch_3args, !fentry && !four_args);
         bpf_program__set_autoload(skel->progs.symbolize, symbolize);
         skel->rodata->classify_callers = classify;
         return skel;
@@ -119,10 +154,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct stalls_bpf *, stalls_bpf__destroy);
 
 /* Opens (bpf_open()) and loads the skeleton. Returns 0 and *ret, or -errno; *ret_opened says
  * whether the object was opened, that is whether loading failed. */
-static int bpf_load(bool has_folio, unsigned kernel, bool symbolize, bool classify, struct stalls_bpf **ret,
-                    bool *ret_opened) {
+static int bpf_load(bool fentry, bool has_folio, unsigned kernel, bool symbolize, bool classify,
+                    struct stalls_bpf **ret, bool *ret_opened) {
         _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel =
-                bpf_open(has_folio, kernel, symbolize, classify);
+                bpf_open(fentry, has_folio, kernel, symbolize, classify);
         int r;
 
         *ret_opened = skel;
@@ -135,11 +170,51 @@ static int bpf_load(bool has_folio, unsigned kernel, bool symbolize, bool classi
         return 0;
 }
 
+/* Loads and attaches the programs of one mode (bpf_open()): the raw tracepoints without the
+ * symbolize program when the kernel refuses it (p->symbolizer becomes false, *classify says
+ * whether /proc/kallsyms names addresses instead). Returns 0 and *ret, or -errno and the
+ * reason in *ret_error. */
+static int bpf_load_mode(StallBpf *p, bool fentry, bool has_folio, unsigned kernel, bool *classify,
+                         struct stalls_bpf **ret, char **ret_error) {
+        _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel = NULL;
+        bool opened;
+        int r;
+
+        libbpf_last_error[0] = '\0';
+        r = bpf_load(fentry, has_folio, kernel, p->symbolizer, *classify, &skel, &opened);
+        if (r < 0 && opened && p->symbolizer && !fentry) {
+                log_debug_errno(
+                        r, "Cannot load the symbolize program, naming addresses from /proc/kallsyms: %m");
+                p->symbolizer = false;
+                *classify = kallsyms_readable();
+                libbpf_last_error[0] = '\0';
+                r = bpf_load(fentry, has_folio, kernel, false, *classify, &skel, &opened);
+        }
+        if (r < 0 && !opened) {
+                *ret_error = strdup_printf("opening the BPF object: %s", strerror(-r));
+                return r;
+        }
+        if (r < 0) {
+                *ret_error = strdup_printf("loading the BPF programs: %s%s%s", strerror(-r),
+                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
+                return r;
+        }
+        r = stalls_bpf__attach(skel);
+        if (r < 0) {
+                *ret_error = strdup_printf("attaching to %s: %s%s%s",
+                                           fentry ? "the wait functions" : "the tracepoints", strerror(-r),
+                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
+                return r;
+        }
+        *ret = TAKE_PTR(skel);
+        return 0;
+}
+
 static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
-        _cleanup_free_ char *folio = NULL, *page = NULL;
+        _cleanup_free_ char *folio = NULL, *page = NULL, *fentry_error = NULL;
         _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel = NULL;
         unsigned kernel = running_kernel();
-        bool has_folio, has_page, classify, opened;
+        bool has_folio, has_page, classify, fentry = false;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
@@ -162,35 +237,25 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
         }
 
         libbpf_set_print(libbpf_print);
-        libbpf_last_error[0] = '\0';
 
         /* Return addresses are named when first seen: by the symbolize program (a syscall
          * program calling bpf_snprintf("%pB"), 5.14+), else from /proc/kallsyms. */
         p->symbolizer = kernel >= KERNEL_VERSION(5, 14, 0) && !env_true("STABLEPAGES_STALLS_FORCE_KALLSYMS");
         classify = p->symbolizer || kallsyms_readable();
-        r = bpf_load(has_folio, kernel, p->symbolizer, classify, &skel, &opened);
-        if (r < 0 && opened && p->symbolizer) {
-                log_debug_errno(
-                        r, "Cannot load the symbolize program, naming addresses from /proc/kallsyms: %m");
-                p->symbolizer = false;
-                classify = kallsyms_readable();
-                libbpf_last_error[0] = '\0';
-                r = bpf_load(has_folio, kernel, false, classify, &skel, &opened);
-        }
-        if (r < 0 && !opened) {
-                *ret_error = strdup_printf("opening the BPF object: %s", strerror(-r));
-                return r;
-        }
-        if (r < 0) {
-                *ret_error = strdup_printf("loading the BPF programs: %s%s%s", strerror(-r),
-                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
-                return r;
-        }
-        r = stalls_bpf__attach(skel);
-        if (r < 0) {
-                *ret_error = strdup_printf("attaching to the tracepoints: %s%s%s", strerror(-r),
-                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
-                return r;
+
+        /* fentry/fexit where the kernel has BPF trampolines; else, or when they fail, the raw
+         * tracepoints. */
+        if (env_true("STABLEPAGES_STALLS_FORCE_TRACEPOINTS"))
+                fentry_error = strdup("skipped: STABLEPAGES_STALLS_FORCE_TRACEPOINTS is set (test only)");
+        else if (bpf_tracing_refused())
+                fentry_error = strdup("the kernel refuses BPF tracing programs (EPERM)");
+        else if (bpf_load_mode(p, true, has_folio, kernel, &classify, &skel, &fentry_error) >= 0)
+                fentry = true;
+        if (!fentry) {
+                log_debug("Stall probe: fentry/fexit unavailable: %s", fentry_error ?: "out of memory");
+                r = bpf_load_mode(p, false, has_folio, kernel, &classify, &skel, ret_error);
+                if (r < 0)
+                        return r;
         }
 
         r = libbpf_num_possible_cpus();
@@ -205,10 +270,16 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 log_warning(
                         "Cannot name kernel addresses (/proc/kallsyms hides them: kernel.kptr_restrict): "
                         "fsync waits will be counted as stable-pages waits.");
-        p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s",
-                                  has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
-                                  classify ? "waits classified by caller"
-                                           : "unclassified: /proc/kallsyms hides addresses");
+        if (fentry)
+                p->reason = strdup_printf("BPF fentry/fexit folio_wait_writeback + folio_wait_stable + "
+                                          "__filemap_fdatawait_range, %s",
+                                          classify ? "waits classified by caller"
+                                                   : "unclassified: /proc/kallsyms hides addresses");
+        else
+                p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s",
+                                          has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
+                                          classify ? "waits classified by caller"
+                                                   : "unclassified: /proc/kallsyms hides addresses");
         return p->reason ? 0 : -ENOMEM;
 }
 

@@ -18,9 +18,10 @@ typedef struct StallBpf StallBpf;
 
 #if HAVE_BPF
 
-/* Loads the programs this kernel needs and attaches them to the raw tracepoints found under
- * tracefs_root. Returns 0 and *ret, or -errno with a malloc()ed explanation in *ret_error
- * (may be NULL for -ENOMEM). */
+/* Loads the programs this kernel needs and attaches them: fentry/fexit on the wait functions
+ * where the kernel has BPF trampolines, else the raw tracepoints found under tracefs_root.
+ * Returns 0 and *ret, or -errno with a malloc()ed explanation in *ret_error (may be NULL for
+ * -ENOMEM). */
 int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error);
 
 /* Detaches the programs and frees everything. */
@@ -30,7 +31,8 @@ StallBpf *stall_bpf_free(StallBpf *p);
  * program names them). */
 bool stall_bpf_classified(const StallBpf *p);
 
-/* What the probe measures ("BPF raw tracepoints writeback:... + sched_switch, ..."). */
+/* What the probe measures ("BPF fentry/fexit folio_wait_writeback + ...", "BPF raw
+ * tracepoints writeback:... + sched_switch, ..."). */
 const char *stall_bpf_description(const StallBpf *p);
 
 /* The counts of every bdi with waits (has_durations true), unsorted; *ret is malloc()ed.

@@ -3,8 +3,9 @@
  *
  * The tracepoint writeback:folio_wait_writeback (older kernels:
  * writeback:wait_on_page_writeback) fires in the waiting task just before it sleeps on
- * PG_writeback; the wait ends when sched_switch switches that task back in. Tracepoints only: no
- * kprobes, fentry or tp_btf (this kernel has none of them). Both are attached as raw
+ * PG_writeback; the wait ends when sched_switch switches that task back in. This is the
+ * fallback; where the kernel has BPF trampolines the fentry/fexit programs at the end of this
+ * file replace both (no kprobes: their cost; no tp_btf). Both are attached as raw
  * tracepoints: a classic one would format a perf record on every hit before the program could
  * return (on every context switch of the machine, for sched_switch), and attaching a classic
  * one needs perf_event_open(2), which Debian's kernels (perf_event_paranoid=3) refuse without
@@ -65,6 +66,7 @@ struct backing_dev_info {
 
 struct super_block {
         unsigned long s_magic;
+        unsigned long s_iflags;
         struct backing_dev_info *s_bdi;
 } __attribute__((preserve_access_index));
 
@@ -74,6 +76,7 @@ struct inode {
 
 struct address_space {
         struct inode *host;
+        unsigned long flags;
 } __attribute__((preserve_access_index));
 
 struct gendisk {
@@ -91,7 +94,25 @@ struct bdev_inode { /* block/bdev.c: the inode of a block device node's page cac
 
 struct task_struct {
         int pid;
+        unsigned long nvcsw;
 } __attribute__((preserve_access_index));
+
+struct folio {
+        unsigned long flags;
+        struct address_space *mapping;
+} __attribute__((preserve_access_index));
+
+/* The values are relocated to the running kernel's. */
+enum pageflags {
+        PG_writeback = 15,
+};
+
+/* 6.8+ and backports (Debian 6.1.192 has it): folio_wait_stable() tests it */
+enum mapping_flags {
+        AS_STABLE_WRITES = 8,
+};
+
+#define SB_I_STABLE_WRITES 0x00000008 /* before AS_STABLE_WRITES */
 
 struct task_struct___state { /* 5.14+ */
         unsigned int __state;
@@ -107,7 +128,8 @@ struct waiting {
         __u32 armed;      /* switched out in D since start */
         __u32 kind;       /* STALL_KIND_* */
         __u32 stack;      /* STALL_KIND_PENDING: the key of its frames in pending_stacks */
-        __u32 pad;
+        __u32 context;    /* fentry mode: STALL_KIND_SYNC inside __filemap_fdatawait_range, else 0 */
+        __u64 nvcsw;      /* fentry mode: the task's voluntary switches at the start */
         char bdi[STALL_BPF_BDI_LEN];
         char comm[STALL_BPF_COMM_LEN];
 };
@@ -293,7 +315,8 @@ int wait_on_page_writeback(struct bpf_raw_tracepoint_args *ctx) {
         return wait_start(ctx, (void *) ctx->args[1]);
 }
 
-static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
+/* Adds the wait w (a copy: its record may be gone) that ended at now to hists and comms. */
+static __always_inline void wait_end(const struct waiting *w, __u64 now, int preemptible) {
         struct stall_bpf_key bk = {};
         struct stall_bpf_comm_key ck = {};
         struct stall_bpf_hist *h;
@@ -307,7 +330,6 @@ static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
         bk.stack = w->stack;
         ck.kind = w->kind;
         ck.stack = w->stack;
-        drop(pid, NULL);
 
         h = bpf_map_lookup_elem(&hists, &bk);
         if (!h) {
@@ -322,7 +344,8 @@ static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
                 if (!h)
                         return;
         }
-        /* Per-CPU values and sched_switch does not nest on one CPU: plain updates. */
+        /* Per-CPU values: sched_switch does not nest on one CPU (plain updates), fexit programs
+         * run preemptible (atomic adds). */
         slot = us ? log2_u64(us) : 0;
         if (slot >= STALL_BPF_BUCKETS)
                 slot = STALL_BPF_BUCKETS - 1;
@@ -330,9 +353,15 @@ static __always_inline void wait_end(__u32 pid, struct waiting *w, __u64 now) {
          * to see the bound on the register used for the access (32 is a power of 2). */
         asm volatile("" : "+r"(slot));
         slot &= STALL_BPF_BUCKETS - 1;
-        h->slots[slot]++;
-        h->count++;
-        h->sum_us += us;
+        if (preemptible) {
+                __sync_fetch_and_add(&h->slots[slot], 1);
+                __sync_fetch_and_add(&h->count, 1);
+                __sync_fetch_and_add(&h->sum_us, us);
+        } else {
+                h->slots[slot]++;
+                h->count++;
+                h->sum_us += us;
+        }
         if (us > h->max_us)
                 h->max_us = us;
 
@@ -371,9 +400,12 @@ static __always_inline int switch_common(int preempt, struct task_struct *prev, 
         w = bpf_map_lookup_elem(&waiting, &pid);
         if (!w)
                 return 0;
-        if (w->armed)
-                wait_end(pid, w, now);
-        else
+        if (w->armed) {
+                struct waiting done = *w;
+
+                drop(pid, NULL);
+                wait_end(&done, now, 0);
+        } else
                 w->resumed_ns = now;
         return 0;
 }
@@ -401,6 +433,203 @@ int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
         else
                 state = BPF_CORE_READ((struct task_struct___state_old *) prev, state);
         return switch_common(ctx->args[0], prev, (void *) ctx->args[2], state);
+}
+
+/* ---- fentry mode: the wait functions themselves, where BPF trampolines exist (5.5+ with
+ * ftrace direct calls, e.g. Debian's 6.1 and 6.12; this replaces every program above but
+ * symbolize) ----
+ *
+ * A wait is the call of folio_wait_writeback() (or its _killable twin, afs' only) on a folio
+ * under writeback that sleeps: fentry opens its record, fexit closes it, duration = return time
+ * - call time, the time the writer was blocked. A call that did not sleep (the writeback ended
+ * first: the task's voluntary context switches did not change) is dropped and counted in
+ * `unmatched`. No sched_switch program: a context switch costs nothing.
+ *
+ * Its kind, without a stack walk on the common paths:
+ *   - folio_wait_stable() (every wait that depends on the stable-writes flag, in the sources of
+ *     6.1.192 and 6.12.118: write_begin through FGP_STABLE, page_mkwrite,
+ *     wait_for_stable_page()) calls folio_wait_writeback() (a tail
+ *     call) when the folio's mapping has stable writes; its fentry program makes the same test
+ *     and, when the folio is under writeback, leaves this CPU a mark (task, folio, time): a wait
+ *     on that folio by that task right after is STALL_KIND_STABLE. The next wait of the task
+ *     clears the mark, so a later one (the same task's fsync of the page) never takes it;
+ *   - inside __filemap_fdatawait_range() (fsync, fdatasync, sync_file_range, msync, sync) the
+ *     task's record carries STALL_KIND_SYNC from its fentry to its fexit;
+ *   - any other wait (the WB_SYNC_ALL writeback loops, truncation, reclaim, btrfs' own waits, a
+ *     mark lost to a migration between the two calls) is classified by its stack as in the
+ *     raw-tracepoint mode. */
+
+struct stable_mark {
+        __u64 folio;
+        __u64 time_ns;
+        __u32 pid;
+        __u32 pad;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct stable_mark);
+} stable_marks SEC(".maps");
+
+static __always_inline int folio_under_writeback(struct folio *folio) {
+        unsigned long flags = BPF_CORE_READ(folio, flags);
+
+        return (flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
+}
+
+/* folio_mapping(): page cache folios only (not anonymous or movable ones), else NULL. */
+static __always_inline struct address_space *folio_file_mapping(struct folio *folio) {
+        struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+
+        return (unsigned long) mapping & 3 ? NULL : mapping;
+}
+
+/* folio_wait_stable()'s own test: whether it will wait for the folio's writeback. */
+static __always_inline int folio_stable_writes(struct folio *folio) {
+        struct address_space *mapping = folio_file_mapping(folio);
+
+        if (!mapping)
+                return 0;
+        if (bpf_core_enum_value_exists(enum mapping_flags, AS_STABLE_WRITES))
+                return (BPF_CORE_READ(mapping, flags) >>
+                        bpf_core_enum_value(enum mapping_flags, AS_STABLE_WRITES)) &
+                       1;
+        return (BPF_CORE_READ(mapping, host, i_sb, s_iflags) & SB_I_STABLE_WRITES) != 0;
+}
+
+static __always_inline __u64 current_nvcsw(void) {
+        struct task_struct *t = (void *) bpf_get_current_task();
+
+        return BPF_CORE_READ(t, nvcsw);
+}
+
+/* The programs' ctx: the traced function's arguments (then its return value, for fexit). */
+SEC("fentry/folio_wait_stable")
+int stable_enter(__u64 *ctx) {
+        struct folio *folio = (void *) ctx[0];
+        struct stable_mark *m;
+        __u32 zero = 0;
+
+        if (!folio_under_writeback(folio) || !folio_stable_writes(folio))
+                return 0;
+        m = bpf_map_lookup_elem(&stable_marks, &zero);
+        if (m) {
+                m->folio = (__u64) folio;
+                m->time_ns = bpf_ktime_get_ns();
+                m->pid = (__u32) bpf_get_current_pid_tgid();
+        }
+        return 0;
+}
+
+static __always_inline int fentry_wait_start(void *ctx, struct folio *folio) {
+        __u32 pid, zero = 0;
+        struct waiting w = {}, *old;
+        struct stable_mark *m;
+        struct backing_dev_info *bdi;
+        __u64 now;
+
+        if (!folio_under_writeback(folio))
+                return 0;
+        pid = (__u32) bpf_get_current_pid_tgid();
+        now = bpf_ktime_get_ns();
+        old = bpf_map_lookup_elem(&waiting, &pid);
+        m = bpf_map_lookup_elem(&stable_marks, &zero);
+        if (m && m->pid == pid && m->folio == (__u64) folio && now - m->time_ns <= STALE_NS)
+                w.kind = STALL_KIND_STABLE;
+        else if (old && old->context)
+                w.kind = old->context;
+        else
+                w.kind = classify(ctx, &w.stack);
+        if (m && m->pid == pid)
+                m->folio = 0; /* a mark is for the call right after it only */
+        w.context = old ? old->context : 0;
+        w.start_ns = now;
+        w.nvcsw = current_nvcsw();
+        bdi = mapping_bdi(folio_file_mapping(folio));
+        if (bdi)
+                bpf_probe_read_kernel_str(w.bdi, sizeof(w.bdi), bdi->dev_name);
+        else
+                __builtin_memcpy(w.bdi, "(unknown)", sizeof("(unknown)"));
+        bpf_get_current_comm(w.comm, sizeof(w.comm));
+
+        if (old) {
+                if (old->start_ns) /* its fexit never ran (a recursion miss) */
+                        __sync_fetch_and_add(&unmatched, 1);
+                __builtin_memcpy(old, &w, sizeof(w));
+                return 0;
+        }
+        if (bpf_map_update_elem(&waiting, &pid, &w, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&nr_waiting, 1);
+        else
+                __sync_fetch_and_add(&lost, 1);
+        return 0;
+}
+
+static __always_inline int fexit_wait_end(void) {
+        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        struct waiting *w, done;
+        __u64 now = bpf_ktime_get_ns();
+
+        w = bpf_map_lookup_elem(&waiting, &pid);
+        if (!w || !w->start_ns)
+                return 0; /* not under writeback at the call, or attached meanwhile */
+        done = *w;
+        if (w->context)
+                w->start_ns = 0; /* back to the fdatawait context */
+        else
+                drop(pid, NULL);
+        if (current_nvcsw() == done.nvcsw) {
+                __sync_fetch_and_add(&unmatched, 1); /* it never slept */
+                return 0;
+        }
+        wait_end(&done, now, 1);
+        return 0;
+}
+
+SEC("fentry/folio_wait_writeback")
+int writeback_enter(__u64 *ctx) {
+        return fentry_wait_start(ctx, (void *) ctx[0]);
+}
+
+SEC("fexit/folio_wait_writeback")
+int writeback_exit(__u64 *ctx) {
+        (void) ctx;
+        return fexit_wait_end();
+}
+
+SEC("fentry/folio_wait_writeback_killable")
+int writeback_killable_enter(__u64 *ctx) {
+        return fentry_wait_start(ctx, (void *) ctx[0]);
+}
+
+SEC("fexit/folio_wait_writeback_killable")
+int writeback_killable_exit(__u64 *ctx) {
+        (void) ctx;
+        return fexit_wait_end();
+}
+
+SEC("fentry/__filemap_fdatawait_range")
+int fdatawait_enter(__u64 *ctx) {
+        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        struct waiting w = { .context = STALL_KIND_SYNC }, *old;
+
+        (void) ctx;
+        old = bpf_map_lookup_elem(&waiting, &pid);
+        if (old)
+                old->context = STALL_KIND_SYNC;
+        else if (bpf_map_update_elem(&waiting, &pid, &w, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&nr_waiting, 1);
+        /* else the map is full: its waits are classified by their stacks */
+        return 0;
+}
+
+SEC("fexit/__filemap_fdatawait_range")
+int fdatawait_exit(__u64 *ctx) {
+        (void) ctx;
+        drop((__u32) bpf_get_current_pid_tgid(), NULL);
+        return 0;
 }
 
 /* For user space, run with BPF_PROG_TEST_RUN: names the kernel text address sym_ip as

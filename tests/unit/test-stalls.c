@@ -271,6 +271,7 @@ static void test_trace_lines(void) {
 static void test_classify(void) {
         CHECK_INT(stall_classify_caller("folio_wait_writeback"), STALL_KIND_SKIP);
         CHECK_INT(stall_classify_caller("folio_wait_stable"), STALL_KIND_SKIP);
+        CHECK_INT(stall_classify_caller("bpf_trampoline_6442491512+0x4d/0x1000 [bpf]"), STALL_KIND_SKIP);
         CHECK_INT(stall_classify_caller("__filemap_get_folio"), STALL_KIND_STABLE);
         CHECK_INT(stall_classify_caller("ext4_page_mkwrite"), STALL_KIND_STABLE);
         CHECK_INT(stall_classify_caller("btrfs_page_mkwrite [btrfs]"), STALL_KIND_STABLE);
