@@ -568,10 +568,16 @@ static __always_inline int fentry_wait_start(void *ctx, struct folio *folio) {
 }
 
 static __always_inline int fexit_wait_end(void) {
-        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        __u32 pid;
         struct waiting *w, done;
-        __u64 now = bpf_ktime_get_ns();
+        __u64 now;
 
+        /* Most calls found their folio not under writeback (ext4 calls for every folio it writes
+         * back) and added no record: with none in the map, no lookup. */
+        if (!nr_waiting)
+                return 0;
+        pid = (__u32) bpf_get_current_pid_tgid();
+        now = bpf_ktime_get_ns();
         w = bpf_map_lookup_elem(&waiting, &pid);
         if (!w || !w->start_ns)
                 return 0; /* not under writeback at the call, or attached meanwhile */
