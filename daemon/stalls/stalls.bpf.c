@@ -473,10 +473,12 @@ struct {
         __type(value, struct stable_mark);
 } stable_marks SEC(".maps");
 
+/* The fentry programs' arguments are typed by the kernel's BTF (the verifier knows ctx[0] is a
+ * struct folio *), so the flags are one plain load, relocated like a CO-RE read, instead of a
+ * bpf_probe_read_kernel() call: this test runs on every call of the wait functions, and most
+ * calls do not wait. */
 static __always_inline int folio_under_writeback(struct folio *folio) {
-        unsigned long flags = BPF_CORE_READ(folio, flags);
-
-        return (flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
+        return (folio->flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
 }
 
 /* folio_mapping(): page cache folios only (not anonymous or movable ones), else NULL. */
