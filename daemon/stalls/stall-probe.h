@@ -35,8 +35,8 @@ StallProbeMode stall_probe_mode(const StallProbe *p);
 
 /* Why this mode, for status: "BPF fentry/fexit folio_wait_writeback + folio_wait_stable +
  * __filemap_fdatawait_range, waits classified by caller", "BPF raw tracepoints
- * writeback:folio_wait_writeback + sched_switch, waits classified by caller", or what failed on
- * the way ("BPF: ...; tracefs: ..."). Never NULL. */
+ * writeback:folio_wait_writeback + sched_switch, waits classified by caller; fentry/fexit: (why
+ * not)", or what failed on the way ("BPF: ...; tracefs: ..."). Never NULL. */
 const char *stall_probe_mode_reason(const StallProbe *p);
 
 /* Whether the probe sorts waits by cause (StallStats.classified of what it reads). */

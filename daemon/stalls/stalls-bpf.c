@@ -276,10 +276,12 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                                           classify ? "waits classified by caller"
                                                    : "unclassified: /proc/kallsyms hides addresses");
         else
-                p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s",
+                p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s; "
+                                          "fentry/fexit: %s",
                                           has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
                                           classify ? "waits classified by caller"
-                                                   : "unclassified: /proc/kallsyms hides addresses");
+                                                   : "unclassified: /proc/kallsyms hides addresses",
+                                          fentry_error ?: "out of memory");
         return p->reason ? 0 : -ENOMEM;
 }
 
