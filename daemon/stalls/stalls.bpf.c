@@ -95,6 +95,7 @@ struct bdev_inode { /* block/bdev.c: the inode of a block device node's page cac
 struct task_struct {
         int pid;
         unsigned long nvcsw;
+        unsigned long nivcsw;
 } __attribute__((preserve_access_index));
 
 struct folio {
@@ -450,9 +451,11 @@ int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
  *     6.1.192 and 6.12.118: write_begin through FGP_STABLE, page_mkwrite,
  *     wait_for_stable_page()) calls folio_wait_writeback() (a tail
  *     call) when the folio's mapping has stable writes; its fentry program makes the same test
- *     and, when the folio is under writeback, leaves this CPU a mark (task, folio, time): a wait
- *     on that folio by that task right after is STALL_KIND_STABLE. The next wait of the task
- *     clears the mark, so a later one (the same task's fsync of the page) never takes it;
+ *     and, when the folio is under writeback, leaves this CPU a mark (task, folio, the task's
+ *     context switch count): a wait on that folio by that task right after, with no context
+ *     switch between (no migration to another CPU's mark), is STALL_KIND_STABLE. The next wait
+ *     of the task clears the mark, so a later one (the same task's fsync of the page) never
+ *     takes it. No clock read: under a VM's emulated clock (HPET) that is the dearest part;
  *   - inside __filemap_fdatawait_range() (fsync, fdatasync, sync_file_range, msync, sync) the
  *     task's record carries STALL_KIND_SYNC from its fentry to its fexit;
  *   - any other wait (the WB_SYNC_ALL writeback loops, truncation, reclaim, btrfs' own waits, a
@@ -461,7 +464,7 @@ int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
 
 struct stable_mark {
         __u64 folio;
-        __u64 time_ns;
+        __u64 switches; /* the task's nvcsw + nivcsw when marked */
         __u32 pid;
         __u32 pad;
 };
@@ -501,10 +504,15 @@ static __always_inline int folio_stable_writes(struct folio *folio) {
         return (BPF_CORE_READ(mapping, host, i_sb, s_iflags) & SB_I_STABLE_WRITES) != 0;
 }
 
+/* Plain loads through the BTF-typed current task (tracing programs only). */
 static __always_inline __u64 current_nvcsw(void) {
-        struct task_struct *t = (void *) bpf_get_current_task();
+        return bpf_get_current_task_btf()->nvcsw;
+}
 
-        return BPF_CORE_READ(t, nvcsw);
+static __always_inline __u64 current_switches(void) {
+        struct task_struct *t = bpf_get_current_task_btf();
+
+        return t->nvcsw + t->nivcsw;
 }
 
 /* The programs' ctx: the traced function's arguments (then its return value, for fexit). */
@@ -519,7 +527,7 @@ int stable_enter(__u64 *ctx) {
         m = bpf_map_lookup_elem(&stable_marks, &zero);
         if (m) {
                 m->folio = (__u64) folio;
-                m->time_ns = bpf_ktime_get_ns();
+                m->switches = current_switches();
                 m->pid = (__u32) bpf_get_current_pid_tgid();
         }
         return 0;
@@ -538,7 +546,7 @@ static __always_inline int fentry_wait_start(void *ctx, struct folio *folio) {
         now = bpf_ktime_get_ns();
         old = bpf_map_lookup_elem(&waiting, &pid);
         m = bpf_map_lookup_elem(&stable_marks, &zero);
-        if (m && m->pid == pid && m->folio == (__u64) folio && now - m->time_ns <= STALE_NS)
+        if (m && m->pid == pid && m->folio == (__u64) folio && m->switches == current_switches())
                 w.kind = STALL_KIND_STABLE;
         else if (old && old->context)
                 w.kind = old->context;
