@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Apply (the flag, or with the remount flag the unmount + mount cycle too) and Reload. */
-#include <inttypes.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-api.h"
@@ -133,26 +132,16 @@ static int apply_remount(BusService *b, sd_bus_message *m, char **disks, sd_bus_
 static int apply_authorized(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
         uint64_t flags;
         int r;
 
         r = sd_bus_message_rewind(m, true);
         if (r >= 0)
-                r = read_names(m, max_names(b), &names, error);
-        if (r >= 0)
-                r = sd_bus_message_read(m, "t", &flags);
+                r = read_disks(m, b, APPLY_FLAGS_ALL, &disks, &flags, error);
         if (r < 0)
                 return r;
-        STRV_FOREACH (n, names) {
-                EngineDevice *d;
-                r = find_device(b, *n, &d, error);
-                if (r < 0)
-                        return r;
-                if (!strv_contains(disks, d->facts->name) && strv_extend(&disks, d->facts->name) < 0)
-                        return -ENOMEM;
-        }
-        if (!names)
+        if (!disks) /* none named: every managed disk not left alone */
                 for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
                         EngineDevice *d = manager_device(b->manager, i);
                         if (d->managed && d->decision.desired >= 0 &&
@@ -187,25 +176,14 @@ static int apply_authorized(sd_bus_message *m, void *userdata, sd_bus_error *err
 
 int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
-        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
         uint64_t flags;
-        EngineDevice *d;
 
         /* Every name is checked before polkit is asked: a caller cannot keep a huge message
          * waiting for it. */
-        int r = read_names(m, max_names(b), &names, error);
-        if (r >= 0)
-                r = sd_bus_message_read(m, "t", &flags);
+        int r = read_disks(m, b, APPLY_FLAGS_ALL, &disks, &flags, error);
         if (r < 0)
                 return r;
-        if (flags & ~APPLY_FLAGS_ALL)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
-                                   flags & ~APPLY_FLAGS_ALL);
-        STRV_FOREACH (n, names) {
-                r = find_device(b, *n, &d, error);
-                if (r < 0)
-                        return r;
-        }
         return bus_authorize(b->auth, m, flags & APPLY_FLAG_REMOUNT ? actions_remount : actions_runtime,
                              apply_authorized, b, error);
 }

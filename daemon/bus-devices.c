@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The Manager's methods that read the disks: ListDevices, ListFilesystems, ListOverrides,
  * GetDevice, DumpJSON. */
-#include <inttypes.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-api.h"
@@ -127,12 +126,8 @@ int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error
 int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
         EngineDevice *d;
-        const char *name;
 
-        int r = sd_bus_message_read(m, "s", &name);
-        if (r < 0)
-                return r;
-        r = find_device(b, name, &d, error);
+        int r = bus_read_device(m, b, &d, error);
         if (r < 0)
                 return r;
         _cleanup_free_ char *path = device_path(d->facts->name);
@@ -195,30 +190,16 @@ static void device_json(Manager *m, const EngineDevice *d, bool stalls_only, Jso
 
 int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
-        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         uint64_t flags;
         JsonWriter w;
         int r;
 
-        r = read_names(m, max_names(b), &names, error);
+        r = read_disks(m, b, DUMP_FLAGS_ALL, &disks, &flags, error);
         if (r < 0)
                 return r;
-        r = sd_bus_message_read(m, "t", &flags);
-        if (r < 0)
-                return r;
-        if (flags & ~DUMP_FLAGS_ALL)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
-                                   flags & ~DUMP_FLAGS_ALL);
-        STRV_FOREACH (n, names) {
-                EngineDevice *d;
-                r = find_device(b, *n, &d, error);
-                if (r < 0)
-                        return r;
-                if (!strv_contains(disks, d->facts->name) && strv_extend(&disks, d->facts->name) < 0)
-                        return -ENOMEM;
-        }
 
         FILE *f = open_memstream(&buf, &size);
         if (!f)

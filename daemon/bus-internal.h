@@ -64,20 +64,23 @@ int append_strv_escaped(sd_bus_message *reply, char *const *l);
 #define QUOTE_LENGTH(s, max) (int) utf8_prefix_length((s), (max))
 #define QUOTE_MORE(s, max) (strlen(s) > (max) ? "…" : "")
 
-/* Reads the name array of a call (the "as" at the current position): at most max names, and
- * more is InvalidArgs (answered at once, the rest of the array unread). Returns 0 (*ret may
- * be NULL for an empty array), or what a method handler returns. */
-int read_names(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *error);
-
-/* How many names a call may give: one per disk (at least one, so that an unknown name is
- * answered NoSuchDevice rather than InvalidArgs). */
-size_t max_names(BusService *b);
-
 /* The object path of the disk of that name; NULL on ENOMEM. */
 char *device_path(const char *name);
 
 /* Validates a caller's device name and finds its disk. */
 int find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error);
+
+/* Reads a device name (the "s" at the current position of m), validates it and finds its disk.
+ * Returns 0, or what a method handler returns. */
+int bus_read_device(sd_bus_message *m, BusService *b, EngineDevice **ret, sd_bus_error *error);
+
+/* Reads the disks and flags of a call (the "as" and "t" at the current position) and refuses,
+ * in this order, more names than disks (answered at once, the rest of the array unread), flags
+ * outside known_flags, an invalid name, a name of no disk. *ret_disks gets each disk's name
+ * once, in the order given: NULL when the call names none. Returns 0, or what a method handler
+ * returns. */
+int read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***ret_disks,
+               uint64_t *ret_flags, sd_bus_error *error);
 
 /* The polkit actions of the calls (bus-util.c). */
 extern const char *const actions_runtime[];

@@ -45,13 +45,9 @@ int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(stall_figures_done) StallFigures f = {};
         _cleanup_(bus_strings_done) BusStrings strings = {};
         uint64_t na = STALL_UNMEASURED_USEC;
-        const char *name;
         EngineDevice *d;
 
-        int r = sd_bus_message_read(m, "s", &name);
-        if (r < 0)
-                return r;
-        r = find_device(b, name, &d, error);
+        int r = bus_read_device(m, b, &d, error);
         if (r < 0)
                 return r;
         r = stall_figures_compute(b->manager, d, &f);

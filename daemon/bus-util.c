@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Replies and argument checks shared by the method handlers (bus-internal.h). */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <systemd/sd-bus.h>
 
@@ -67,7 +68,10 @@ int append_strv_escaped(sd_bus_message *reply, char *const *l) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-int read_names(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *error) {
+/* Reads the name array of a call (the "as" at the current position): at most max names, and
+ * more is InvalidArgs (answered at once, the rest of the array unread). Returns 0 (*ret may be
+ * NULL for an empty array), or what a method handler returns. */
+static int read_names(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *error) {
         _cleanup_strv_free_ char **names = NULL;
         size_t n = 0;
         const char *name;
@@ -94,10 +98,6 @@ int read_names(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *error) 
         return 0;
 }
 
-size_t max_names(BusService *b) {
-        return MAX(manager_n_devices(b->manager), (size_t) 1);
-}
-
 char *device_path(const char *name) {
         char *p = NULL;
         return sd_bus_path_encode(BUS_DEVICE_PREFIX, name, &p) < 0 ? NULL : p;
@@ -115,6 +115,40 @@ int find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_erro
                 return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
         *ret = d;
         return 0;
+}
+
+int read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***ret_disks,
+               uint64_t *ret_flags, sd_bus_error *error) {
+        _cleanup_strv_free_ char **names = NULL, **disks = NULL;
+        uint64_t flags;
+
+        /* One name per disk, at least one, so that an unknown name is answered NoSuchDevice rather
+         * than InvalidArgs. */
+        int r = read_names(m, MAX(manager_n_devices(b->manager), (size_t) 1), &names, error);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "t", &flags);
+        if (r < 0)
+                return r;
+        if (flags & ~known_flags)
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                   flags & ~known_flags);
+        STRV_FOREACH (n, names) {
+                EngineDevice *d;
+                r = find_device(b, *n, &d, error);
+                if (r < 0)
+                        return r;
+                if (!strv_contains(disks, d->facts->name) && strv_extend(&disks, d->facts->name) < 0)
+                        return -ENOMEM;
+        }
+        *ret_disks = TAKE_PTR(disks);
+        *ret_flags = flags;
+        return 0;
+}
+
+int bus_read_device(sd_bus_message *m, BusService *b, EngineDevice **ret, sd_bus_error *error) {
+        const char *name;
+        int r = sd_bus_message_read(m, "s", &name);
+        return r < 0 ? r : find_device(b, name, ret, error);
 }
 
 /* The polkit actions of the calls: a runtime change, a persistent one (a drop-in in /etc, whether
