@@ -42,13 +42,7 @@ static int pending_apply_reply(PendingApply *p) {
                 r = sd_bus_message_append(reply, "(sbbbs)", p->entries[i].disk, p->entries[i].ok,
                                           p->entries[i].changed, p->entries[i].value,
                                           bus_string(&strings, p->entries[i].message));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = strings.error;
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        return r;
+        return reply_send_array(reply, &strings, r);
 }
 
 /* One disk's cycles are over: each filesystem's sentence goes on a line of its own. */
@@ -167,11 +161,7 @@ static int apply_authorized(sd_bus_message *m, void *userdata, sd_bus_error *err
                 if (r >= 0)
                         r = strings.error;
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send_array(reply, NULL, r);
 }
 
 int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) {

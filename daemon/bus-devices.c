@@ -56,11 +56,7 @@ int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *error) 
                                           desired_to_string(d->decision.desired), mounts,
                                           manager_count_pending(b->manager, d->facts->name) > 0, p99);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send_array(reply, NULL, r);
 }
 
 int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -83,13 +79,7 @@ int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *err
                                           (*t)->effective ? "on" : "off",
                                           effective_origin_to_string((*t)->origin), (*t)->pending,
                                           bus_string(&strings, (*t)->reason));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = strings.error;
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send_array(reply, &strings, r);
 }
 
 int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -114,13 +104,7 @@ int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error
                                           entries[i].scope, bus_string(&strings, entries[i].binding),
                                           bus_string(&strings, entries[i].source));
         override_entries_free(entries, n);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = strings.error;
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send_array(reply, &strings, r);
 }
 
 int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {

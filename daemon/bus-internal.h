@@ -59,6 +59,10 @@ int append_string_escaped(sd_bus_message *reply, const char *text);
 /* Appends the strings of l, escaped, as an "as". */
 int append_strv_escaped(sd_bus_message *reply, char *const *l);
 
+/* Closes the array a reply ends with and sends the reply, unless r (how building it went) or the
+ * error of strings (NULL: none) is negative. Returns what a method handler returns. */
+int reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r);
+
 /* The first bytes of a caller's string for an error message: at most max bytes, cut on a
  * character boundary, "…" when cut. */
 #define QUOTE_LENGTH(s, max) (int) utf8_prefix_length((s), (max))

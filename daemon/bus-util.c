@@ -68,6 +68,14 @@ int append_strv_escaped(sd_bus_message *reply, char *const *l) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+int reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r) {
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0 && strings)
+                r = strings->error;
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
 /* Reads the name array of a call (the "as" at the current position): at most max names, and
  * more is InvalidArgs (answered at once, the rest of the array unread). Returns 0 (*ret may be
  * NULL for an empty array), or what a method handler returns. */
