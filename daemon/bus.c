@@ -284,7 +284,8 @@ static int property_get_stable_id(sd_bus *bus, const char *path, const char *int
         _cleanup_(stable_id_done) StableId id = {};
         _cleanup_free_ char *match = NULL;
 
-        int r = stable_id_pick(d->facts, &device_service(bus)->manager->engine.table, false, &id, NULL);
+        int r = stable_id_pick(d->facts, &device_service(bus)->manager->engine.table, STABLE_ID_ANY, &id,
+                               NULL);
         if (r == -ENOMEM)
                 return r;
         match = r >= 0 ? stable_id_match_text(&id) : NULL;

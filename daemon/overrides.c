@@ -85,7 +85,8 @@ int manager_set_persistent(Manager *m, const char *name, Setting setting, bool f
         if (setting == SETTING_AUTO && !force) {
                 r = remove_dropins(existing, NULL, disk, "removed", &changes, ret_message);
         } else {
-                r = stable_id_pick(d->facts, &e->table, by_name, &id, &why);
+                r = stable_id_pick(d->facts, &e->table, by_name ? STABLE_ID_BY_NAME : STABLE_ID_ANY, &id,
+                                   &why);
                 if (r == -ENXIO) {
                         *ret_message =
                                 strdup_printf("%s: %s; use --runtime for an override of this disk until "

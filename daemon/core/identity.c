@@ -10,6 +10,7 @@
 static const struct {
         const char *label, *key;
         DeviceKind only; /* the kind of disk it is for, _DEVICE_KIND_MAX for any */
+        bool slot;       /* names where the disk is plugged, not the disk */
 } stable_keys[] = {
         { "wwn", "ID_WWN_WITH_EXTENSION", _DEVICE_KIND_MAX },
         { "wwn", "ID_WWN", _DEVICE_KIND_MAX },
@@ -19,7 +20,7 @@ static const struct {
         { "dm", "DM_UUID", DEVICE_KIND_DM },
         { "md", "MD_UUID", DEVICE_KIND_MD },
         { "loop", MATCH_KEY_LOOP_BACKING_FILE, DEVICE_KIND_LOOP },
-        { "path", "ID_PATH", _DEVICE_KIND_MAX },
+        { "path", "ID_PATH", _DEVICE_KIND_MAX, .slot = true },
 };
 
 DeviceIdentity device_identity_of(const DeviceFacts *f) {
@@ -130,11 +131,12 @@ static int stable_id_check(const StableId *id, const DeviceFacts *f, const Devic
         return 0;
 }
 
-int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, bool by_name, StableId *ret, char **ret_why) {
+int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how, StableId *ret,
+                   char **ret_why) {
         _cleanup_strv_free_ char **problems = NULL;
         int r;
 
-        if (by_name) {
+        if (how == STABLE_ID_BY_NAME) {
                 char *v = strdup(f->name);
                 if (!v)
                         return -ENOMEM;
@@ -145,7 +147,8 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, bool by_name, Sta
                 _cleanup_free_ char *problem = NULL;
                 const char *v;
 
-                if (stable_keys[i].only != _DEVICE_KIND_MAX && stable_keys[i].only != f->kind)
+                if ((stable_keys[i].only != _DEVICE_KIND_MAX && stable_keys[i].only != f->kind) ||
+                    (stable_keys[i].slot && how == STABLE_ID_OF_DISK))
                         continue;
                 v = streq(stable_keys[i].key, MATCH_KEY_LOOP_BACKING_FILE)
                             ? f->loop_backing_file

@@ -20,6 +20,8 @@
  * An identity another present disk shares is skipped (two paths to one LUN, cloned
  * serials), and so is one that a [Device] header cannot hold. A disk with none gets no
  * persistent override unless the administrator binds it to the kernel name on purpose.
+ * What Policy=balanced learned about a disk (learned.h) is keyed by the same identity, ID_PATH
+ * excepted: a verdict on a disk's stalls belongs to the disk, not to the slot.
  * The drop-in is named after the identity, so that two disks never share one. Pure: facts
  * and files in, no D-Bus, no event loop. */
 
@@ -40,10 +42,17 @@ typedef struct StableId {
 /* What the matches of config.h test about f (pointers into f). */
 DeviceIdentity device_identity_of(const DeviceFacts *f);
 
-/* Picks what a persistent override of f binds to (see above); the kernel name when by_name.
- * Returns 0, -ENXIO when f has no usable identity (*ret_why, when not NULL, then says "no
- * stable identity …" with what was found and why none could be used), or -ENOMEM. */
-int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, bool by_name, StableId *ret, char **ret_why);
+typedef enum StableIdPick {
+        STABLE_ID_ANY,     /* the first usable identity of the list above */
+        STABLE_ID_BY_NAME, /* the kernel name, on purpose (stablepagesctl set --bind=name) */
+        STABLE_ID_OF_DISK, /* the first that names the disk itself: not ID_PATH, the slot */
+} StableIdPick;
+
+/* Picks what f is bound to (see above), among the disks of t. Returns 0, -ENXIO when f has no
+ * usable identity (*ret_why, when not NULL, then says "no stable identity …" with what was
+ * found and why none could be used), or -ENOMEM. */
+int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how, StableId *ret,
+                   char **ret_why);
 
 void stable_id_done(StableId *id);
 

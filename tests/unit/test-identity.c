@@ -21,11 +21,11 @@ static DeviceFacts disk(const char *name, unsigned minor, char **props) {
 }
 
 /* The identity picked for table[0] of t, as "KEY=value" or "-" when none. */
-static char *pick(DeviceFacts *table, size_t n, bool by_name) {
+static char *pick(DeviceFacts *table, size_t n, StableIdPick how) {
         DeviceTable t = { .devices = table, .n = n };
         _cleanup_(stable_id_done) StableId id = {};
         _cleanup_free_ char *why = NULL;
-        int r = stable_id_pick(&table[0], &t, by_name, &id, &why);
+        int r = stable_id_pick(&table[0], &t, how, &id, &why);
         if (r == -ENXIO) {
                 CHECK(why != NULL);
                 return strdup_printf("- (%s)", why);
@@ -39,19 +39,26 @@ static void test_pick_order(void) {
                         (char *) "ID_WWN=0x50014ee2b1c0", (char *) "ID_WWN_WITH_EXTENSION=0x50014ee2b1c0ab",
                         NULL };
         DeviceFacts f[] = { disk("sdb", 16, all) };
-        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *g = NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *g = NULL, *h = NULL,
+                            *i = NULL;
 
-        CHECK_STR(a = pick(f, 1, false), "ID_WWN_WITH_EXTENSION=0x50014ee2b1c0ab");
+        CHECK_STR(a = pick(f, 1, STABLE_ID_ANY), "ID_WWN_WITH_EXTENSION=0x50014ee2b1c0ab");
         all[3] = NULL;
-        CHECK_STR(b = pick(f, 1, false), "ID_WWN=0x50014ee2b1c0");
+        CHECK_STR(b = pick(f, 1, STABLE_ID_ANY), "ID_WWN=0x50014ee2b1c0");
         all[2] = NULL;
-        CHECK_STR(c = pick(f, 1, false), "ID_SERIAL=WDC_WD10_WX11");
+        CHECK_STR(c = pick(f, 1, STABLE_ID_ANY), "ID_SERIAL=WDC_WD10_WX11");
         all[1] = NULL;
-        CHECK_STR(d = pick(f, 1, false), "ID_PATH=pci-0000:00:1f.2-ata-1");
+        CHECK_STR(d = pick(f, 1, STABLE_ID_ANY), "ID_PATH=pci-0000:00:1f.2-ata-1");
+        /* What names the disk itself (the key of a learned verdict): never the slot. */
+        h = pick(f, 1, STABLE_ID_OF_DISK);
+        CHECK_CONTAINS(h, "- (no stable identity");
+        all[1] = (char *) "ID_SERIAL=WDC_WD10_WX11";
+        CHECK_STR(i = pick(f, 1, STABLE_ID_OF_DISK), "ID_SERIAL=WDC_WD10_WX11");
+        all[1] = NULL;
         all[0] = NULL;
-        e = pick(f, 1, false);
+        e = pick(f, 1, STABLE_ID_ANY);
         CHECK_CONTAINS(e, "- (no stable identity to bind a persistent override to");
-        CHECK_STR(g = pick(f, 1, true), "sdb"); /* the kernel name, when asked for */
+        CHECK_STR(g = pick(f, 1, STABLE_ID_BY_NAME), "sdb"); /* the kernel name, when asked for */
 }
 
 /* An identity another disk shares is skipped: two paths to one LUN, USB bridges that report
@@ -66,13 +73,13 @@ static void test_pick_unique(void) {
         DeviceFacts f[] = { disk("sdb", 16, p1), disk("sdc", 32, p2) };
         _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
 
-        CHECK_STR(a = pick(f, 2, false), "ID_PATH=pci-0000:00:14.0-usb-0:1:1.0");
+        CHECK_STR(a = pick(f, 2, STABLE_ID_ANY), "ID_PATH=pci-0000:00:14.0-usb-0:1:1.0");
         f[0].properties = p3;
-        b = pick(f, 2, false);
+        b = pick(f, 2, STABLE_ID_ANY);
         CHECK_CONTAINS(b, "ID_SERIAL=USB_Bridge_000000 is shared by sdc");
         /* MD_UUID of a member disk names the array, not the disk. */
         f[0].properties = member;
-        c = pick(f, 1, false);
+        c = pick(f, 1, STABLE_ID_ANY);
         CHECK_CONTAINS(c, "- (no stable identity");
 }
 
@@ -96,12 +103,12 @@ static void test_pick_loop_and_md(void) {
 
         /* Glob characters are escaped: the match is the file, not a pattern that also
          * matches loop4's. */
-        CHECK_STR(a = pick(f, 3, false), "LOOP_BACKING_FILE=/srv/img/a b\\[1\\]\\*.img");
+        CHECK_STR(a = pick(f, 3, STABLE_ID_ANY), "LOOP_BACKING_FILE=/srv/img/a b\\[1\\]\\*.img");
         /* The same file attached twice: two disks, one file. */
         f[1].loop_backing_file = f[0].loop_backing_file;
-        b = pick(f, 2, false);
+        b = pick(f, 2, STABLE_ID_ANY);
         CHECK_CONTAINS(b, "LOOP_BACKING_FILE=/srv/img/a b[1]*.img is shared by loop4");
-        CHECK_STR(c = pick(&f[2], 1, false), "MD_UUID=4c4e1c3a:8b2f");
+        CHECK_STR(c = pick(&f[2], 1, STABLE_ID_ANY), "MD_UUID=4c4e1c3a:8b2f");
 }
 
 /* What a [Device] header cannot hold is skipped: too long a line, control characters. */
@@ -115,9 +122,9 @@ static void test_pick_unwritable(void) {
         DeviceFacts f[] = { disk("vdb", 16, props) };
         _cleanup_free_ char *a = NULL;
 
-        CHECK_STR(a = pick(f, 1, false), "ID_PATH=virtio-pci-0000:00:05.0");
+        CHECK_STR(a = pick(f, 1, STABLE_ID_ANY), "ID_PATH=virtio-pci-0000:00:05.0");
         props[2] = NULL;
-        _cleanup_free_ char *b = pick(f, 1, false);
+        _cleanup_free_ char *b = pick(f, 1, STABLE_ID_ANY);
         CHECK_CONTAINS(b, "cannot be written in a [Device] section (line contains a control character");
         CHECK_CONTAINS(b, "cannot be written in a [Device] section (line is too long");
 }
