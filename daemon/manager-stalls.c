@@ -159,6 +159,18 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
         s->reason = TAKE_PTR(dec.reason);
         if (!dec.changed)
                 return 0;
+        r = engine_learned_key(&m->engine, d);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (!s->unkeyed_logged)
+                        log_info("%s: not learning %s: the disk has no identity (no WWN, serial, dm or md "
+                                 "UUID, loop backing file), and without a diskseq or this boot's id it "
+                                 "cannot be told from the next disk named %s.",
+                                 name, learned_to_string(dec.learned), name);
+                s->unkeyed_logged = true;
+                return 0;
+        }
 
         LearnedRecord rec = { .key = d->learned_key,
                               .disk = (char *) name,
@@ -178,6 +190,11 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                                 "daemon stops): %m",
                                 name, m->engine.state_dir);
         log_notice("%s: Policy=balanced learned %s: %s.", name, learned_to_string(dec.learned), s->reason);
+        if (learned_key_is_boot_local(d->learned_key))
+                log_info("%s: what was learned holds for this boot only (diskseq %" PRIu64 "): the disk "
+                         "has no identity (no WWN, serial, dm or md UUID, loop backing file) and its kernel "
+                         "name may be another disk's after the next boot.",
+                         name, d->facts->diskseq);
         if (dec.learned == LEARNED_OFF && m->handler)
                 m->handler(m,
                            &(ManagerEvent){ .type = MANAGER_BUDGET_EXCEEDED,

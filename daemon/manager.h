@@ -75,6 +75,7 @@ typedef struct DeviceStalls {
         uint64_t last_over_usec; /* CLOCK_BOOTTIME of the last window over the budget, 0 never */
         bool over;               /* the last window was over the budget */
         char *reason;            /* policy_adapt()'s sentence at the last poll */
+        bool unkeyed_logged;     /* said that nothing is learned for a disk without a key */
 } DeviceStalls;
 
 struct Manager {

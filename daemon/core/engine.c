@@ -19,6 +19,18 @@ static int strdup_or(char **dst, const char *value, const char *fallback) {
         return *dst ? 0 : -ENOMEM;
 }
 
+/* This boot's id in *ret ("" when the kernel does not say). Returns 0 or -ENOMEM. */
+static int read_boot_id(char **ret) {
+        _cleanup_free_ char *data = NULL;
+        int r = read_full_file("/proc/sys/kernel/random/boot_id", 64, &data, NULL);
+
+        if (r < 0)
+                log_debug_errno(r, "Cannot read this boot's id: %m");
+        if (r == -ENOMEM)
+                return r;
+        return strdup_or(ret, r < 0 ? NULL : strstrip(data), "");
+}
+
 int engine_init(Engine *e, const EngineOptions *o) {
         struct utsname u;
         int r;
@@ -37,7 +49,8 @@ int engine_init(Engine *e, const EngineOptions *o) {
             (r = strdup_or(&e->dropin_dir, o->dropin_dir, CONFIG_DROPIN_DIR)) < 0 ||
             (r = strdup_or(&e->runtime_dir, o->runtime_dir, RUNTIME_DIR)) < 0 ||
             (r = strdup_or(&e->state_dir, o->state_dir, STATE_DIR)) < 0 ||
-            (r = strdup_or(&e->kernel_release, o->kernel_release, u.release)) < 0)
+            (r = strdup_or(&e->kernel_release, o->kernel_release, u.release)) < 0 ||
+            (r = o->boot_id ? strdup_or(&e->boot_id, o->boot_id, "") : read_boot_id(&e->boot_id)) < 0)
                 goto fail;
         r = parse_kernel_version(e->kernel_release, &e->kernel);
         if (r < 0) {
@@ -85,6 +98,7 @@ void engine_done(Engine *e) {
         free(e->dropin_dir);
         free(e->runtime_dir);
         free(e->kernel_release);
+        free(e->boot_id);
         *e = (Engine){};
 }
 
@@ -122,12 +136,16 @@ int engine_load_overrides(Engine *e) {
 
 int engine_load_learned(Engine *e) {
         LearnedRecords l = {};
-        int r = learned_load(e->state_dir, &l);
+        int r = learned_load(e->state_dir, e->boot_id, &l);
         if (r < 0)
                 return r;
         learned_records_done(&e->learned);
         e->learned = l;
         return 0;
+}
+
+int engine_learned_key(Engine *e, EngineDevice *d) {
+        return d->learned_key ? 0 : learned_key(d->facts, &e->table, e->boot_id, &d->learned_key);
 }
 
 /* Order of protection: a Need= may move a disk up this list, never down. */
@@ -205,10 +223,11 @@ static int engine_decide(Engine *e, EngineDevice *d) {
         if (r < 0)
                 return r;
 
-        d->learned_key = learned_key(f);
-        if (!d->learned_key)
-                return -ENOMEM;
-        const LearnedRecord *l = learned_find(&e->learned, d->learned_key);
+        /* Keyed by the disk, never by its name: another disk under the name gets none of it. */
+        const LearnedRecord *l;
+        r = learned_find_disk(&e->learned, f, &e->table, e->boot_id, &l, &d->learned_key);
+        if (r < 0)
+                return r;
         _cleanup_free_ char *summary = NULL;
         d->learned = l ? l->learned : LEARNED_NONE;
         if (l) {

@@ -21,6 +21,7 @@ typedef struct EngineOptions {
         const char *runtime_dir;    /* default RUNTIME_DIR */
         const char *state_dir;      /* default STATE_DIR: learned decisions */
         const char *kernel_release; /* default uname -r */
+        const char *boot_id;        /* default /proc/sys/kernel/random/boot_id; "" none */
         backing_resolver_t resolve_backing;
         void *resolve_userdata;
         dm_table_reader_t read_dm_table; /* see DeviceScanOptions */
@@ -42,7 +43,9 @@ typedef struct EngineDevice {
                                      * file:line of the [Device] section */
         bool managed;
         StallVerdict stalls;
-        char *learned_key;           /* learned.h: the disk's key across reboots */
+        char *learned_key;           /* learned.h: the disk's key (across reboots, or for this
+                                      * boot only); NULL when it has none or until it is needed
+                                      * (a record may be the disk's, or something is learned) */
         Learned learned;             /* what Policy=balanced learned from stalls (applies to
                                       * recommended disks in balanced mode only) */
         uint64_t learned_since_usec; /* CLOCK_REALTIME */
@@ -55,6 +58,7 @@ typedef struct Engine {
         char *sysfs_root, *udev_data_dir, *config_file, *dropin_dir, *runtime_dir, *state_dir;
         char *kernel_release;
         unsigned kernel;
+        char *boot_id; /* keys what is learned about a disk for this boot only; "" unknown */
         backing_resolver_t resolve_backing;
         void *resolve_userdata;
         dm_table_reader_t read_dm_table;
@@ -86,6 +90,10 @@ int engine_load_overrides(Engine *e);
 
 /* Loads the learned decisions from the state dir. Returns 0 or -errno. */
 int engine_load_learned(Engine *e);
+
+/* Works out d->learned_key (learned.h) when it is not yet. Returns 0, -ENXIO when the disk has
+ * no key, or -ENOMEM. */
+int engine_learned_key(Engine *e, EngineDevice *d);
 
 /* Reads the facts of every disk and derives need and desired state. Returns 0 or -errno;
  * on failure the device tables are empty (never half-built). */

@@ -2,24 +2,82 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "identity.h"
 #include "learned.h"
 #include "log.h"
 #include "util.h"
 
 #define LEARNED_MAX_SIZE (4U * 1024U * 1024U)
 
-char *learned_key(const DeviceFacts *f) {
-        const char *wwn = device_facts_property(f, "ID_WWN"),
-                   *serial = device_facts_property(f, "ID_SERIAL");
+int learned_key(const DeviceFacts *f, const DeviceTable *t, const char *boot_id, char **ret) {
+        _cleanup_(stable_id_done) StableId id = {};
+        int r = stable_id_pick(f, t, STABLE_ID_OF_DISK, &id, NULL);
 
-        if (wwn)
-                return strdup_printf("wwn:%s", wwn);
-        if (serial)
-                return strdup_printf("serial:%s", serial);
-        /* A loop device is its backing file: the number is whatever was free. */
-        if (f->kind == DEVICE_KIND_LOOP && !isempty(f->loop_backing_file))
-                return strdup_printf("loop:%s", f->loop_backing_file);
-        return strdup_printf("name:%s", f->name);
+        if (r >= 0)
+                *ret = strdup_printf("%s:%s", id.label, id.value);
+        else if (r != -ENXIO)
+                return r;
+        else if (f->diskseq == 0 || isempty(boot_id))
+                return -ENXIO;
+        else
+                /* The diskseq is never reused within a boot, and only within it. */
+                *ret = strdup_printf("boot:%s:diskseq:%" PRIu64, boot_id, f->diskseq);
+        return *ret ? 0 : -ENOMEM;
+}
+
+bool learned_key_is_boot_local(const char *key) {
+        return key && startswith(key, "boot:");
+}
+
+/* Whether the record keyed key is one of another boot (or of a boot when boot_id is unknown). */
+static bool of_another_boot(const char *key, const char *boot_id) {
+        size_t n = strlen(boot_id ?: "");
+
+        return startswith(key, "boot:") &&
+               (n == 0 || strncmp(key + 5, boot_id, n) != 0 || !startswith(key + 5 + n, ":diskseq:"));
+}
+
+/* Whether a record of r could be f's: one whose value f carries (a property, its backing file,
+ * its diskseq), so that working out f's key is worth it. */
+static bool could_be_of(const LearnedRecords *r, const DeviceFacts *f, const char *boot_id) {
+        char seq[24];
+
+        snprintf(seq, sizeof seq, "%" PRIu64, f->diskseq);
+        for (size_t i = 0; i < r->n; i++) {
+                const char *key = r->items[i].key, *v = strchr(key, ':');
+
+                if (startswith(key, "boot:")) {
+                        if (f->diskseq != 0 && !isempty(boot_id) && !of_another_boot(key, boot_id) &&
+                            streq(key + 5 + strlen(boot_id) + strlen(":diskseq:"), seq))
+                                return true;
+                        continue;
+                }
+                if (!v++)
+                        continue;
+                if (f->loop_backing_file && streq(f->loop_backing_file, v))
+                        return true;
+                STRV_FOREACH (p, f->properties) {
+                        const char *eq = strchr(*p, '=');
+                        if (eq && streq(eq + 1, v))
+                                return true;
+                }
+        }
+        return false;
+}
+
+int learned_find_disk(const LearnedRecords *r, const DeviceFacts *f, const DeviceTable *t,
+                      const char *boot_id, const LearnedRecord **ret, char **ret_key) {
+        int k;
+
+        *ret = NULL;
+        *ret_key = NULL;
+        if (!could_be_of(r, f, boot_id))
+                return 0;
+        k = learned_key(f, t, boot_id, ret_key);
+        if (k < 0 && k != -ENXIO)
+                return k;
+        *ret = learned_find(r, *ret_key);
+        return 0;
 }
 
 static void record_done(LearnedRecord *rec) {
@@ -114,8 +172,33 @@ static int parse_line(char *line, LearnedRecord *ret) {
         return 0;
 }
 
-int learned_load(const char *dir, LearnedRecords *ret) {
+/* Says, in one line, that the n records keyed by a kernel name (keys) are not applied. */
+static int log_by_name(const char *path, char *const *keys, size_t n) {
+        _cleanup_free_ char *names = NULL;
+        size_t size = 0;
+        FILE *m;
+
+        if (n == 0)
+                return 0;
+        m = open_memstream(&names, &size);
+        if (!m)
+                return -ENOMEM;
+        for (size_t i = 0; i < n && i < 8; i++)
+                fprintf(m, "%s%s", i > 0 ? ", " : "", keys[i]);
+        if (n > 8)
+                fprintf(m, " and %zu more", n - 8);
+        if (fclose(m) != 0)
+                return -ENOMEM;
+        log_notice("%s: ignoring what was learned for %s: a kernel name is not a disk's identity (another "
+                   "disk may have that name now); dropped at the next save.",
+                   path, names);
+        return 0;
+}
+
+int learned_load(const char *dir, const char *boot_id, LearnedRecords *ret) {
         _cleanup_free_ char *path = path_join(dir, "learned"), *data = NULL;
+        _cleanup_strv_free_ char **by_name = NULL;
+        size_t n_by_name = 0;
         LearnedRecords r = {};
         unsigned lineno = 0;
         int k;
@@ -142,12 +225,22 @@ int learned_load(const char *dir, LearnedRecords *ret) {
                         log_warning("%s:%u: malformed learned decision, ignoring it.", path, lineno);
                         continue;
                 }
-                if (k >= 0)
+                if (k >= 0 && startswith(rec.key, "name:"))
+                        k = strv_extend_with_size(&by_name, &n_by_name, rec.key);
+                else if (k >= 0 && of_another_boot(rec.key, boot_id))
+                        log_debug("%s:%u: %s was learned in another boot, dropping it.", path, lineno,
+                                  rec.key);
+                else if (k >= 0)
                         k = learned_set(&r, &rec);
                 if (k < 0) {
                         learned_records_done(&r);
                         return k;
                 }
+        }
+        k = log_by_name(path, by_name, n_by_name);
+        if (k < 0) {
+                learned_records_done(&r);
+                return k;
         }
         *ret = r;
         return 0;

@@ -6,8 +6,14 @@
  * the one-shot udev applier at the next boot sets the learned state before the filesystem is
  * mounted. One line per disk, tab-separated:
  *   <key> <disk> <off|on> <since usec, CLOCK_REALTIME> <p99 usec> <waits> <budget usec> <reason>
- * The key identifies the disk across reboots: "wwn:<ID_WWN>", "serial:<ID_SERIAL>",
- * "loop:<backing file>" for a loop device, else "name:<kernel name>". */
+ * The key names the disk, never its kernel name (sdb may be another disk after the next boot or
+ * replug): "<label>:<value>" of the first identity of identity.h that names the disk itself and
+ * no other present disk shares ("wwn:<ID_WWN_WITH_EXTENSION or ID_WWN>", "serial:<ID_SERIAL>",
+ * "dm:<DM_UUID>", "md:<MD_UUID>", "loop:<backing file>"; not ID_PATH, the slot). A disk with
+ * none is keyed "boot:<boot id>:diskseq:<diskseq>": what was learned holds for that disk in
+ * this boot only (a daemon restart and the one-shot applier find it), and records of another
+ * boot are dropped on load. Records keyed "name:<kernel name>", written by earlier versions,
+ * are never applied. */
 
 #include <stdint.h>
 
@@ -30,13 +36,24 @@ typedef struct LearnedRecords {
         size_t n;
 } LearnedRecords;
 
-/* The key of a disk: by WWN, serial, loop backing file, else kernel name. Returns a new string
- * or NULL. */
-char *learned_key(const DeviceFacts *f);
+/* The key of disk f among the disks of t (see above); boot_id is this boot's (NULL or "" when
+ * unknown). Returns 0 and a new string, -ENXIO when f has neither an identity nor a diskseq
+ * (or the boot is unknown), or -ENOMEM. */
+int learned_key(const DeviceFacts *f, const DeviceTable *t, const char *boot_id, char **ret);
+
+/* The record of disk f among the disks of t (NULL when none) in *ret, and f's key in *ret_key
+ * when it was worked out: only when some record carries a value f has (learned_key() looks
+ * at every disk of t), else NULL. Returns 0 or -ENOMEM. */
+int learned_find_disk(const LearnedRecords *r, const DeviceFacts *f, const DeviceTable *t,
+                      const char *boot_id, const LearnedRecord **ret, char **ret_key);
+
+/* True when key holds for one boot only ("boot:..."). */
+bool learned_key_is_boot_local(const char *key);
 
 /* Loads dir/learned. A missing file is an empty set; malformed lines are skipped with a
- * warning. Returns 0 or -errno. */
-int learned_load(const char *dir, LearnedRecords *ret);
+ * warning; records keyed by a kernel name are skipped with one notice naming them, those of a
+ * boot other than boot_id silently. Returns 0 or -errno. */
+int learned_load(const char *dir, const char *boot_id, LearnedRecords *ret);
 
 /* Writes the set atomically to dir/learned (creating dir). Returns 0 or -errno. */
 int learned_save(const char *dir, const LearnedRecords *r);
