@@ -6,6 +6,8 @@
 # The config makes the loop "recommended" (Need=recommended), Policy=balanced, a 10 ms budget
 # and a 3 s window. Asserted:
 #   1. the BPF probe runs (StallProbe=bpf; skip otherwise) and the disk reads as measured, 0 waits;
+#      a learned off keyed by the kernel name (written by an earlier version, for whichever disk
+#      had the name) is not applied: desired on, one log line naming it, dropped at the next save;
 #   2. after the writer, the daemon learned off: desired off with source "stalls", the flag 0,
 #      the log quotes the p99 and the budget, the BudgetExceeded signal carried the figures
 #      (and stablepagesctl monitor printed it),
@@ -59,7 +61,9 @@ MetricsIntervalSec=1
 
 [Device $loop]
 Need=recommended"
-mkdir -p "$SP_TMP/metrics"
+mkdir -p "$SP_TMP/metrics" "$SP_TMP/state"
+printf 'name:%s\t%s\toff\t1764730000000000\t131071\t38\t10000\tlearned on whichever disk had the name\n' \
+        "$loop" "$loop" >"$SP_TMP/state/learned"
 
 stalls_daemon_start
 probe=$(busctl --system get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager StallProbe | cut -d'"' -f2)
@@ -69,6 +73,9 @@ dev() { jq -r --arg d "$loop" ".devices[] | select(.name == \$d) | $1" "$SP_RUNT
 # 1. Measured, nothing yet; recommended by config, balanced keeps it on.
 [ "$(dev .need)" = recommended ] || sp_fail "Need=recommended not applied: need $(dev .need)"
 [ "$(dev .desired)" = on ] || sp_fail "desired $(dev .desired) before any stall, want on"
+[ "$(dev .learned)" = null ] || sp_fail "the record keyed name:$loop was applied: learned $(dev .learned)"
+grep -q "state/learned: ignoring what was learned for name:$loop: a kernel name is not a disk's identity" \
+        "$SP_TMP/daemon.log" || sp_fail "no log line naming the record keyed by the kernel name"
 [ "$(stalls_dev_prop "$loop" StallMeasured)" = true ] || sp_fail "StallMeasured is not true"
 [ "$(stalls_dev_prop "$loop" StallCount)" = 0 ] || sp_fail "StallCount is not 0 before the writer"
 
@@ -98,6 +105,7 @@ json=$("$CTL" --json status "$loop")
 [ "$(jq -r '.[0].learned' <<<"$json")" = off ] || sp_fail "status --json: learned is not off"
 [ "$(stalls_dev_prop "$loop" Pending)" = true ] || sp_fail "Pending property is not true"
 grep -qP "^loop:$SP_TMP/loop$n.img\t$loop\toff\t" "$SP_TMP/state/learned" || sp_fail "no learned record: $(cat "$SP_TMP/state/learned" 2>&1)"
+grep -q "^name:" "$SP_TMP/state/learned" && sp_fail "the record keyed by the kernel name was kept: $(cat "$SP_TMP/state/learned")"
 explain=$("$CTL" --no-pager explain "$loop")
 sp_log "explain:"; sed 's/^/#   /' <<<"$explain"
 grep -Eq "learned: +off since [0-9-]+ [0-9:]+.*: p99 wait .* exceeds StallBudgetMSec=10.0 ms" <<<"$explain" ||
