@@ -65,11 +65,17 @@ fetch() { $py -c 'import sys, urllib.request; sys.stdout.write(urllib.request.ur
 sp_wait_for 10000 "node exporter on 127.0.0.1:$port" fetch "http://127.0.0.1:$port/metrics" >/dev/null
 sp_log "$(prometheus-node-exporter --version 2>&1 | head -n1) on 127.0.0.1:$port"
 
-# scrape NAME: /metrics into $SP_TMP/scrape-NAME.txt, checked against the file it scraped.
+# scrape NAME: /metrics into $SP_TMP/scrape-NAME.txt, checked against the file it scraped. The
+# daemon rewrites the file every second (the stall counts are live), so a scrape is kept only
+# when the file is the same before and after it: else the exporter may have read the next one.
 scrape() {
-        local out=$SP_TMP/scrape-$1.txt file=$SP_TMP/file-$1.prom
-        cp "$metrics" "$file"
-        fetch "http://127.0.0.1:$port/metrics" >"$out" || sp_fail "cannot scrape 127.0.0.1:$port"
+        local out=$SP_TMP/scrape-$1.txt file=$SP_TMP/file-$1.prom try
+        for try in 1 2 3 4 5 6 7 8 9 10; do
+                cp "$metrics" "$file"
+                fetch "http://127.0.0.1:$port/metrics" >"$out" || sp_fail "cannot scrape 127.0.0.1:$port"
+                cmp -s "$metrics" "$file" && break
+                [ "$try" = 10 ] && sp_fail "$1: the metrics file changed during each of 10 scrapes"
+        done
         grep -qx 'node_textfile_scrape_error 0' "$out" ||
                 sp_fail "$1: node_textfile_scrape_error is not 0: $(grep node_textfile_scrape_error "$out")"
         $py - "$1" "$file" "$out" "$zram" "$loop" <<'EOF' || sp_fail "$1: the scrape does not carry the metrics file"
