@@ -881,8 +881,8 @@ static int on_probe_start(sd_event_source *s, void *userdata) {
         r = manager_arm_stall_timers(m);
         if (r < 0)
                 log_error_errno(r, "Cannot arm the stall and metrics timers, stall figures stop: %m");
-        /* Start-up is over: give back what the scan and loading the probe (vmlinux BTF) left
-         * free in the heap. */
+        /* Start-up is over: give back what the scan and loading the probe left free in the
+         * heap. */
         (void) malloc_trim(0);
         return 0;
 }
@@ -899,7 +899,7 @@ int manager_start(Manager *m) {
         r = remount_new(m, &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
-        /* The probe loads BPF programs (~20 ms of CPU, far more under valgrind): after READY=1
+        /* The probe loads BPF programs (5-15 ms of CPU, far more under valgrind): after READY=1
          * (manager_notify_ready() enables it), first thing in the event loop then. */
         r = sd_event_add_defer(m->event, &m->probe_start, on_probe_start, m);
         if (r >= 0)

@@ -4,12 +4,12 @@
 /* The stall observatory: how long writers wait for pages under writeback, per disk.
  *
  * A StallProbe measures in one of three modes:
- *   bpf          through a libbpf skeleton, per disk a log2 histogram of wait durations, count,
- *                sum, max and the top waiting commands; where the kernel has BPF trampolines,
- *                fentry/fexit on folio_wait_writeback() (a wait: call to return),
- *                folio_wait_stable() and __filemap_fdatawait_range() (its cause), else the
- *                raw tracepoints writeback:folio_wait_writeback (start of a wait) and
- *                sched_switch (its end);
+ *   bpf          through a light skeleton (the kernel relocates the programs: 5.17+), per
+ *                disk a log2 histogram of wait durations, count, sum, max and the top waiting
+ *                commands; the raw tracepoint writeback:folio_wait_writeback starts a wait,
+ *                and where the kernel has BPF trampolines fexit on folio_wait_writeback() ends
+ *                it and fentry on folio_wait_stable() and __filemap_fdatawait_range() tell its
+ *                cause, else the raw tracepoint sched_switch ends it;
  *   tracefs      the same tracepoint enabled in a private tracefs instance and counted from its
  *                trace_pipe: counts and commands, no durations (has_durations is false);
  *   unavailable  nothing measures; the reason says why. Reads fail with -EOPNOTSUPP: never
@@ -45,7 +45,7 @@
  * library stablepages-stalls) and all that reads its figures: it and the pure helpers are in
  * the core library, which stablepagesctl links too. */
 
-/* Layout shared with stalls.bpf.c; plain C types only. */
+/* Layout shared with the BPF objects (stalls/stalls.bpf.h); plain C types only. */
 #define STALL_HIST_BUCKETS 32
 #define STALL_BPF_BUCKETS STALL_HIST_BUCKETS
 #define STALL_BPF_BDI_LEN 32  /* the tracepoint's char name[32] */
@@ -88,6 +88,19 @@ struct stall_bpf_hist {
         unsigned long long sum_us;
         unsigned long long max_us;
         unsigned long long slots[STALL_BPF_BUCKETS];
+};
+
+/* The global variables of both BPF objects (their .bss, mapped by the light skeletons): the
+ * probe's counters, and the arguments and result of the symbolize program. */
+struct stall_bpf_globals {
+        unsigned long long nr_waiting;   /* records in `waiting`; 0 makes the hot paths return */
+        unsigned long long unmatched;    /* wait starts that did not sleep */
+        unsigned long long lost;         /* waits not recorded: a map was full */
+        unsigned long long lost_comms;   /* stable-pages waits recorded without their command */
+        unsigned long long unclassified; /* waits whose stack could not be read: STALL_KIND_STABLE */
+        unsigned long long sym_ip;       /* symbolize: the address to name */
+        long long sym_len;               /* symbolize: what bpf_snprintf() returned */
+        char sym_name[STALL_BPF_SYMBOL_LEN];
 };
 
 #ifndef __bpf__

@@ -17,13 +17,13 @@ typedef struct StallProbe StallProbe;
 
 /* Creates a probe and starts measuring: BPF when it loads and attaches, else the tracefs
  * counter, else mode "unavailable" (which is not an error: *ret is set, the reason says why).
- * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes need it: libbpf
- * looks the classic tracepoint's id up there). Needs CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN) for
+ * Mounts tracefs on /sys/kernel/tracing when no tracefs is mounted (both modes look for the
+ * tracepoint there). Needs CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN) for
  * BPF, root for tracefs.
  * Test only: STABLEPAGES_STALLS_FORCE_TRACEPOINTS=1 skips fentry/fexit (the raw tracepoints
  * where both work), STABLEPAGES_STALLS_FORCE_TRACEFS=1 skips BPF, STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1
- * skips both, STABLEPAGES_STALLS_FORCE_KALLSYMS=1 names addresses from /proc/kallsyms as on kernels
- * before 5.14. Returns 0 or -ENOMEM. */
+ * skips both, STABLEPAGES_STALLS_FORCE_KALLSYMS=1 names addresses from /proc/kallsyms, not with
+ * the symbolize program. Returns 0 or -ENOMEM. */
 int stall_probe_new(StallProbe **ret);
 
 /* Detaches everything, removes the tracefs instance; returns NULL. */
@@ -34,7 +34,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
 StallProbeMode stall_probe_mode(const StallProbe *p);
 
 /* Why this mode, for status: "BPF fentry/fexit folio_wait_writeback + folio_wait_stable +
- * __filemap_fdatawait_range, waits classified by caller", "BPF raw tracepoints
+ * __filemap_fdatawait_range with the raw tracepoint writeback:folio_wait_writeback, waits
+ * classified by caller", "BPF raw tracepoints
  * writeback:folio_wait_writeback + sched_switch, waits classified by caller; fentry/fexit: (why
  * not)", or what failed on the way ("BPF: ...; tracefs: ..."). Never NULL. */
 const char *stall_probe_mode_reason(const StallProbe *p);

@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The BPF backend of the stall probe (stalls-bpf.h): the skeleton of stalls.bpf.c on the raw
- * tracepoints, the naming and classification of the callers of a wait, and the maps read into
- * StallStats. Built only with BPF support (HAVE_BPF). */
+/* The BPF backend of the stall probe (stalls-bpf.h): the light skeleton of one mode
+ * (stalls-fentry.bpf.c where the kernel has BPF trampolines, else stalls-tp.bpf.c), the naming
+ * and classification of the callers of a wait, and the maps read into StallStats. Built only
+ * with BPF support (HAVE_BPF).
+ *
+ * A light skeleton loads its object through a loader program that the kernel runs: the kernel
+ * relocates the programs against its own BTF and looks their attach targets up there, so
+ * nothing parses /sys/kernel/btf/vmlinux (5.5 MB on 6.18) in user space, as a libbpf skeleton
+ * does on every start. It needs CO-RE relocation in the kernel (5.17+). */
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <inttypes.h>
 #include <sys/utsname.h>
 
 #include "log.h"
 #include "stalls-bpf.h"
-#include "stalls.skel.h"
+#include "stalls-fentry.lskel.h"
+#include "stalls-tp.lskel.h"
 #include "util.h"
 
 typedef struct StallStackKind {
@@ -19,7 +25,11 @@ typedef struct StallStackKind {
 } StallStackKind;
 
 struct StallBpf {
-        struct stalls_bpf *skel;
+        struct stalls_fentry_bpf *fentry; /* the skeleton of the mode in use; the other is NULL */
+        struct stalls_tp_bpf *tp;
+        /* Its maps, symbolize program and globals: */
+        int hists_fd, comms_fd, callers_fd, pending_stacks_fd, symbolize_fd;
+        struct stall_bpf_globals *globals;
         int ncpus;
         bool classified;             /* waits are classified by caller */
         char *reason;                /* what the probe measures, for the mode reason */
@@ -28,52 +38,10 @@ struct StallBpf {
         size_t n_stack_kinds;
 };
 
-static char libbpf_last_error[256];
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct stalls_fentry_bpf *, stalls_fentry_bpf__destroy);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct stalls_tp_bpf *, stalls_tp_bpf__destroy);
 
-static void set_last_error(const char *prefix, const char *b, const char *e) {
-        size_t p = strlen(prefix), n = MIN((size_t) (e - b), sizeof(libbpf_last_error) - 1 - p);
-
-        memcpy(libbpf_last_error, prefix, p);
-        memcpy(libbpf_last_error + p, b, n);
-        libbpf_last_error[p + n] = '\0';
-}
-
-/* Routes libbpf's messages to the debug log, line by line, and remembers the most telling
- * warning for the mode reason: the verifier's last line when a program was rejected. */
-static int libbpf_print(enum libbpf_print_level level, const char *format, va_list ap) _printf_(2, 0);
-static int libbpf_print(enum libbpf_print_level level, const char *format, va_list ap) {
-        _cleanup_free_ char *buf = NULL;
-        const char *end_log;
-        char *line, *save = NULL;
-
-        if (vasprintf(&buf, format, ap) < 0)
-                return 0;
-        strstrip_trailing(buf);
-
-        end_log = strstr(buf, "-- END PROG LOAD LOG --");
-        if (level == LIBBPF_WARN && end_log) {
-                const char *e = end_log, *b;
-
-                /* the last line that is not the statistics */
-                for (;;) {
-                        while (e > buf && (e[-1] == '\n' || e[-1] == ' '))
-                                e--;
-                        for (b = e; b > buf && b[-1] != '\n'; b--)
-                                ;
-                        if (b == buf || !(startswith(b, "processed ") || startswith(b, "verification time")))
-                                break;
-                        e = b;
-                }
-                if (e > b)
-                        set_last_error("verifier: ", b, e);
-        } else if (level == LIBBPF_WARN && buf[0] != '\0' && !strstr(buf, "PROG LOAD LOG") &&
-                   !startswith(libbpf_last_error, "verifier: "))
-                set_last_error("", buf, buf + strlen(buf));
-
-        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-                log_debug("libbpf: %s", line);
-        return 0;
-}
+#define VERIFIER_LOG_SIZE (1U << 20)
 
 /* The running kernel as KERNEL_VERSION(), 0 when it cannot be told. */
 static unsigned running_kernel(void) {
@@ -85,24 +53,10 @@ static unsigned running_kernel(void) {
         return v;
 }
 
-/* Whether /proc/kallsyms shows addresses (kernel.kptr_restrict lets us see them): its first
- * lines, not the whole file. */
-static bool kallsyms_readable(void) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/kallsyms", "re");
-        char line[256];
-
-        for (int i = 0; f && i < 8 && fgets(line, sizeof(line), f); i++) {
-                unsigned long long addr;
-                if (sscanf(line, "%llx", &addr) == 1 && addr != 0)
-                        return true;
-        }
-        return false;
-}
-
 /* Whether the kernel refuses BPF tracing programs (fentry/fexit) outright: a two-instruction
  * one with a BTF id that is no function (1) is rejected by the verifier with EINVAL where they
  * may load, and with EPERM (an LSM, lockdown) before any verification where they may not. About
- * 0.1 ms, against ~17 ms for loading the whole object to see it fail. */
+ * 0.1 ms, against loading the whole object to see it fail. */
 static bool bpf_tracing_refused(void) {
         struct bpf_insn insns[] = {
                 { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
@@ -119,102 +73,135 @@ static bool bpf_tracing_refused(void) {
         return errno == EPERM;
 }
 
-/* Opens the skeleton with the programs of one mode: fentry/fexit on the wait functions
- * (fentry), else the raw tracepoints (has_folio: folio_wait_writeback, else
- * wait_on_page_writeback); symbolize only when asked. */
-static struct stalls_bpf *bpf_open(bool fentry, bool has_folio, unsigned kernel, bool symbolize,
-                                   bool classify) {
-        struct stalls_bpf *skel = stalls_bpf__open();
-        bool four_args = kernel >= KERNEL_VERSION(5, 18, 0); /* sched_switch got prev_state */
+/* Whether /proc/kallsyms shows addresses (kernel.kptr_restrict lets us see them): its first
+ * lines, not the whole file. */
+static bool kallsyms_readable(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/kallsyms", "re");
+        char line[256];
 
-        if (!skel)
-                return NULL;
-        struct bpf_program *fentry_progs[] = {
-                skel->progs.stable_enter,
-                skel->progs.writeback_enter,
-                skel->progs.writeback_exit,
-                skel->progs.fdatawait_enter,
-                skel->progs.writeback_killable_enter,
-                skel->progs.writeback_killable_exit,
-                skel->progs.fdatawait_exit,
-        };
-        for (size_t i = 0; i < ELEMENTSOF(fentry_progs); i++)
-                bpf_program__set_autoload(fentry_progs[i], fentry);
-        bpf_map__set_autocreate(skel->maps.stable_marks, fentry);
-        bpf_program__set_autoload(skel->progs.folio_wait_writeback, !fentry && has_folio);
-        bpf_program__set_autoload(skel->progs.wait_on_page_writeback, !fentry && !has_folio);
-        bpf_program__set_autoload(skel->progs.sched_switch, !fentry && four_args);
-        bpf_program__set_autoload(skel->progs.sched_switch_3args, !fentry && !four_args);
-        bpf_program__set_autoload(skel->progs.symbolize, symbolize);
-        skel->rodata->classify_callers = classify;
-        return skel;
+        for (int i = 0; f && i < 8 && fgets(line, sizeof(line), f); i++) {
+                unsigned long long addr;
+                if (sscanf(line, "%llx", &addr) == 1 && addr != 0)
+                        return true;
+        }
+        return false;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct stalls_bpf *, stalls_bpf__destroy);
+/* Points a skeleton's loader at log, for the verifier's log of a failed load, or at nothing. */
+static void loader_log(struct bpf_loader_ctx *ctx, char *log) {
+        ctx->log_level = log ? 1 : 0;
+        ctx->log_size = log ? VERIFIER_LOG_SIZE : 0;
+        ctx->log_buf = (uintptr_t) log;
+}
 
-/* Opens (bpf_open()) and loads the skeleton. Returns 0 and *ret, or -errno; *ret_opened says
- * whether the object was opened, that is whether loading failed. */
-static int bpf_load(bool fentry, bool has_folio, unsigned kernel, bool symbolize, bool classify,
-                    struct stalls_bpf **ret, bool *ret_opened) {
-        _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel =
-                bpf_open(fentry, has_folio, kernel, symbolize, classify);
+/* The fentry mode: loads its skeleton (the verifier's log into log, when not NULL) and attaches
+ * its programs. Returns 0 and *ret, or -errno; *ret_loaded says whether loading succeeded. */
+static int fentry_start(bool classify, char *log, struct stalls_fentry_bpf **ret, bool *ret_loaded) {
+        _cleanup_(stalls_fentry_bpf__destroyp) struct stalls_fentry_bpf *s = stalls_fentry_bpf__open();
         int r;
 
-        *ret_opened = skel;
-        if (!skel)
-                return -errno;
-        r = stalls_bpf__load(skel);
+        *ret_loaded = false;
+        if (!s)
+                return -ENOMEM;
+        s->rodata->classify_callers = classify;
+        loader_log(&s->ctx, log);
+        r = stalls_fentry_bpf__load(s);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(skel);
+        *ret_loaded = true;
+        if (stalls_fentry_bpf__stable_enter__attach(s) < 0 ||
+            stalls_fentry_bpf__fdatawait_enter__attach(s) < 0 ||
+            stalls_fentry_bpf__wait_begin__attach(s) < 0 || stalls_fentry_bpf__writeback_exit__attach(s) < 0)
+                return -errno;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
-/* Loads and attaches the programs of one mode (bpf_open()): the raw tracepoints without the
- * symbolize program when the kernel refuses it (p->symbolizer becomes false, *classify says
- * whether /proc/kallsyms names addresses instead). Returns 0 and *ret, or -errno and the
- * reason in *ret_error. */
-static int bpf_load_mode(StallBpf *p, bool fentry, bool has_folio, unsigned kernel, bool *classify,
-                         struct stalls_bpf **ret, char **ret_error) {
-        _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel = NULL;
-        bool opened;
+/* The raw-tracepoint mode, as fentry_start(). */
+static int tp_start(bool classify, char *log, struct stalls_tp_bpf **ret, bool *ret_loaded) {
+        _cleanup_(stalls_tp_bpf__destroyp) struct stalls_tp_bpf *s = stalls_tp_bpf__open();
+        bool four_args = running_kernel() >= KERNEL_VERSION(5, 18, 0); /* sched_switch got prev_state */
         int r;
 
-        libbpf_last_error[0] = '\0';
-        r = bpf_load(fentry, has_folio, kernel, p->symbolizer, *classify, &skel, &opened);
-        if (r < 0 && opened && p->symbolizer && !fentry) {
-                log_debug_errno(
-                        r, "Cannot load the symbolize program, naming addresses from /proc/kallsyms: %m");
-                p->symbolizer = false;
-                *classify = kallsyms_readable();
-                libbpf_last_error[0] = '\0';
-                r = bpf_load(fentry, has_folio, kernel, false, *classify, &skel, &opened);
-        }
-        if (r < 0 && !opened) {
-                *ret_error = strdup_printf("opening the BPF object: %s", strerror(-r));
+        *ret_loaded = false;
+        if (!s)
+                return -ENOMEM;
+        s->rodata->classify_callers = classify;
+        loader_log(&s->ctx, log);
+        r = stalls_tp_bpf__load(s);
+        if (r < 0)
                 return r;
-        }
-        if (r < 0) {
-                *ret_error = strdup_printf("loading the BPF programs: %s%s%s", strerror(-r),
-                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
-                return r;
-        }
-        r = stalls_bpf__attach(skel);
-        if (r < 0) {
-                *ret_error = strdup_printf("attaching to %s: %s%s%s",
-                                           fentry ? "the wait functions" : "the tracepoints", strerror(-r),
-                                           libbpf_last_error[0] ? ": " : "", libbpf_last_error);
-                return r;
-        }
-        *ret = TAKE_PTR(skel);
+        *ret_loaded = true;
+        if (stalls_tp_bpf__folio_wait_writeback__attach(s) < 0 ||
+            (four_args ? stalls_tp_bpf__sched_switch__attach(s)
+                       : stalls_tp_bpf__sched_switch_3args__attach(s)) < 0)
+                return -errno;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
+/* The verifier's last line in log that is not its statistics: what rejected a program; NULL
+ * when there is none. */
+static char *verifier_last_line(const char *log) {
+        const char *e = log + strnlen(log, VERIFIER_LOG_SIZE), *b;
+
+        for (;;) {
+                while (e > log && (e[-1] == '\n' || e[-1] == ' '))
+                        e--;
+                for (b = e; b > log && b[-1] != '\n'; b--)
+                        ;
+                if (b == log || !(startswith(b, "processed ") || startswith(b, "verification time")))
+                        break;
+                e = b;
+        }
+        return e > b ? strndup(b, e - b) : NULL;
+}
+
+/* Starts one mode (fentry_start() or tp_start()) into p; when that fails, says why in
+ * *ret_error: the step, the error and, for a rejected program, the verifier's last line, from a
+ * second load with the verifier's log (only then: logging costs). */
+static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error) {
+        _cleanup_free_ char *log = NULL, *line = NULL;
+        bool loaded;
+        int r;
+
+        r = fentry ? fentry_start(classify, NULL, &p->fentry, &loaded)
+                   : tp_start(classify, NULL, &p->tp, &loaded);
+        if (r >= 0)
+                return 0;
+        if (!loaded && r != -ENOMEM && (log = calloc(1, VERIFIER_LOG_SIZE))) {
+                struct stalls_fentry_bpf *f = NULL;
+                struct stalls_tp_bpf *t = NULL;
+
+                (void) (fentry ? fentry_start(classify, log, &f, &loaded)
+                               : tp_start(classify, log, &t, &loaded));
+                stalls_fentry_bpf__destroy(f);
+                stalls_tp_bpf__destroy(t);
+                line = verifier_last_line(log);
+        }
+        *ret_error = strdup_printf("%s: %s%s%s",
+                                   !loaded  ? "loading the BPF programs"
+                                   : fentry ? "attaching to the wait functions"
+                                            : "attaching to the tracepoints",
+                                   strerror(-r), line ? ": verifier: " : "", line ?: "");
+        return r;
+}
+
+/* Takes the map and program fds and the globals of the light skeleton s of either mode (their
+ * maps and programs have the same names). */
+#define STALL_BPF_TAKE(p, s)                                                                                \
+        do {                                                                                                \
+                (p)->hists_fd = (s)->maps.hists.map_fd;                                                     \
+                (p)->comms_fd = (s)->maps.comms.map_fd;                                                     \
+                (p)->callers_fd = (s)->maps.callers.map_fd;                                                 \
+                (p)->pending_stacks_fd = (s)->maps.pending_stacks.map_fd;                                   \
+                (p)->symbolize_fd = (s)->progs.symbolize.prog_fd;                                           \
+                (p)->globals = &(s)->bss->globals;                                                          \
+        } while (0)
+
 static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
-        _cleanup_free_ char *folio = NULL, *page = NULL, *fentry_error = NULL;
-        _cleanup_(stalls_bpf__destroyp) struct stalls_bpf *skel = NULL;
-        unsigned kernel = running_kernel();
-        bool has_folio, has_page, classify, fentry = false;
+        _cleanup_free_ char *folio = NULL, *fentry_error = NULL;
+        bool classify, fentry = false;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
@@ -222,25 +209,19 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 *ret_error = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
                 return r;
         }
-
         folio = strdup_printf("%s/events/writeback/folio_wait_writeback", tracefs);
-        page = strdup_printf("%s/events/writeback/wait_on_page_writeback", tracefs);
-        if (!folio || !page)
+        if (!folio)
                 return -ENOMEM;
-        has_folio = access(folio, F_OK) == 0;
-        has_page = access(page, F_OK) == 0;
-        if (!has_folio && !has_page) {
-                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
-                                           "writeback:wait_on_page_writeback in %s/events",
+        if (access(folio, F_OK) < 0) {
+                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback in %s/events (a "
+                                           "kernel before 5.16)",
                                            tracefs);
                 return -ENOENT;
         }
 
-        libbpf_set_print(libbpf_print);
-
-        /* Return addresses are named when first seen: by the symbolize program (a syscall
-         * program calling bpf_snprintf("%pB"), 5.14+), else from /proc/kallsyms. */
-        p->symbolizer = kernel >= KERNEL_VERSION(5, 14, 0) && !env_true("STABLEPAGES_STALLS_FORCE_KALLSYMS");
+        /* Return addresses are named when first seen by the symbolize program (a syscall program
+         * calling bpf_snprintf("%pB")), else, when running it is refused, from /proc/kallsyms. */
+        p->symbolizer = !env_true("STABLEPAGES_STALLS_FORCE_KALLSYMS");
         classify = p->symbolizer || kallsyms_readable();
 
         /* fentry/fexit where the kernel has BPF trampolines; else, or when they fail, the raw
@@ -249,14 +230,18 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 fentry_error = strdup("skipped: STABLEPAGES_STALLS_FORCE_TRACEPOINTS is set (test only)");
         else if (bpf_tracing_refused())
                 fentry_error = strdup("the kernel refuses BPF tracing programs (EPERM)");
-        else if (bpf_load_mode(p, true, has_folio, kernel, &classify, &skel, &fentry_error) >= 0)
+        else if (start_mode(p, true, classify, &fentry_error) >= 0)
                 fentry = true;
         if (!fentry) {
                 log_debug("Stall probe: fentry/fexit unavailable: %s", fentry_error ?: "out of memory");
-                r = bpf_load_mode(p, false, has_folio, kernel, &classify, &skel, ret_error);
+                r = start_mode(p, false, classify, ret_error);
                 if (r < 0)
                         return r;
         }
+        if (fentry)
+                STALL_BPF_TAKE(p, p->fentry);
+        else
+                STALL_BPF_TAKE(p, p->tp);
 
         r = libbpf_num_possible_cpus();
         if (r <= 0) {
@@ -264,7 +249,6 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 return r < 0 ? r : -EIO;
         }
         p->ncpus = r;
-        p->skel = TAKE_PTR(skel);
         p->classified = classify;
         if (!classify)
                 log_warning(
@@ -272,16 +256,17 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                         "fsync waits will be counted as stable-pages waits.");
         if (fentry)
                 p->reason = strdup_printf("BPF fentry/fexit folio_wait_writeback + folio_wait_stable + "
-                                          "__filemap_fdatawait_range, %s",
+                                          "__filemap_fdatawait_range with the raw tracepoint "
+                                          "writeback:folio_wait_writeback, %s",
                                           classify ? "waits classified by caller"
                                                    : "unclassified: /proc/kallsyms hides addresses");
         else
-                p->reason = strdup_printf("BPF raw tracepoints writeback:%s + sched_switch, %s; "
-                                          "fentry/fexit: %s",
-                                          has_folio ? "folio_wait_writeback" : "wait_on_page_writeback",
-                                          classify ? "waits classified by caller"
-                                                   : "unclassified: /proc/kallsyms hides addresses",
-                                          fentry_error ?: "out of memory");
+                p->reason = strdup_printf(
+                        "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch, %s; "
+                        "fentry/fexit: %s",
+                        classify ? "waits classified by caller"
+                                 : "unclassified: /proc/kallsyms hides addresses",
+                        fentry_error ?: "out of memory");
         return p->reason ? 0 : -ENOMEM;
 }
 
@@ -293,17 +278,17 @@ static int bpf_name_addresses(StallBpf *p, const uint64_t *ips, size_t n,
         for (size_t i = 0; p->symbolizer && i < n; i++) {
                 LIBBPF_OPTS(bpf_test_run_opts, opts);
 
-                p->skel->bss->sym_ip = ips[i];
-                p->skel->bss->sym_len = 0;
-                if (bpf_prog_test_run_opts(bpf_program__fd(p->skel->progs.symbolize), &opts) < 0) {
+                p->globals->sym_ip = ips[i];
+                p->globals->sym_len = 0;
+                if (bpf_prog_test_run_opts(p->symbolize_fd, &opts) < 0) {
                         log_debug_errno(errno, "Cannot run the symbolize program, naming addresses from "
                                                "/proc/kallsyms: %m");
                         p->symbolizer = false;
                         break;
                 }
                 names[i][0] = '\0';
-                if (p->skel->bss->sym_len > 0) {
-                        memcpy(names[i], p->skel->bss->sym_name, STALL_BPF_SYMBOL_LEN);
+                if (p->globals->sym_len > 0) {
+                        memcpy(names[i], p->globals->sym_name, STALL_BPF_SYMBOL_LEN);
                         names[i][STALL_BPF_SYMBOL_LEN - 1] = '\0';
                 }
         }
@@ -315,7 +300,7 @@ static int bpf_name_addresses(StallBpf *p, const uint64_t *ips, size_t n,
 /* The kinds of the return addresses ips: from the callers map, else named, classified and added
  * to it (so that the program classifies the next wait through them by itself). */
 static void bpf_caller_kinds(StallBpf *p, const uint64_t *ips, size_t n, unsigned *ret_kinds) {
-        int fd = bpf_map__fd(p->skel->maps.callers);
+        int fd = p->callers_fd;
         char names[STALL_BPF_STACK_DEPTH][STALL_BPF_SYMBOL_LEN];
         uint64_t unknown[STALL_BPF_STACK_DEPTH];
         size_t idx[STALL_BPF_STACK_DEPTH], n_unknown = 0;
@@ -355,7 +340,7 @@ static unsigned bpf_pending_kind(StallBpf *p, uint32_t stack) {
         for (size_t i = 0; i < p->n_stack_kinds; i++)
                 if (p->stack_kinds[i].stack == stack)
                         return p->stack_kinds[i].kind;
-        if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.pending_stacks), &stack, &st) < 0)
+        if (bpf_map_lookup_elem(p->pending_stacks_fd, &stack, &st) < 0)
                 return STALL_KIND_STABLE; /* its frames were not kept (the map was full) */
         size_t n = 0;
         unsigned kinds[STALL_BPF_STACK_DEPTH];
@@ -381,8 +366,8 @@ static unsigned bpf_pending_kind(StallBpf *p, uint32_t stack) {
 StallBpf *stall_bpf_free(StallBpf *p) {
         if (!p)
                 return NULL;
-        if (p->skel)
-                stalls_bpf__destroy(p->skel);
+        stalls_fentry_bpf__destroy(p->fentry);
+        stalls_tp_bpf__destroy(p->tp);
         free(p->stack_kinds);
         free(p->reason);
         return mfree(p);
@@ -417,7 +402,7 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
         struct stall_bpf_key bk, *prev_bk = NULL;
         struct stall_bpf_comm_key ck, *prev_ck = NULL;
         size_t n = 0, allocated = 0, kept = 0;
-        int hfd = bpf_map__fd(p->skel->maps.hists), cfd = bpf_map__fd(p->skel->maps.comms);
+        int hfd = p->hists_fd, cfd = p->comms_fd;
 
         hv = calloc(p->ncpus, sizeof(*hv));
         if (!hv)
@@ -526,10 +511,10 @@ static int bpf_map_delete_bdi(int fd, size_t key_size, const char *bdi) {
 int stall_bpf_reset(StallBpf *p, const char *bdi) {
         int r;
 
-        r = bpf_map_delete_bdi(bpf_map__fd(p->skel->maps.hists), sizeof(struct stall_bpf_key), bdi);
+        r = bpf_map_delete_bdi(p->hists_fd, sizeof(struct stall_bpf_key), bdi);
         if (r < 0)
                 return r;
-        return bpf_map_delete_bdi(bpf_map__fd(p->skel->maps.comms), sizeof(struct stall_bpf_comm_key), bdi);
+        return bpf_map_delete_bdi(p->comms_fd, sizeof(struct stall_bpf_comm_key), bdi);
 }
 
 int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error) {
@@ -554,13 +539,13 @@ const char *stall_bpf_description(const StallBpf *p) {
 }
 
 uint64_t stall_bpf_lost(const StallBpf *p) {
-        return p->skel->bss->lost;
+        return p->globals->lost;
 }
 
 uint64_t stall_bpf_lost_comms(const StallBpf *p) {
-        return p->skel->bss->lost_comms;
+        return p->globals->lost_comms;
 }
 
 uint64_t stall_bpf_unmatched(const StallBpf *p) {
-        return p->skel->bss->unmatched;
+        return p->globals->unmatched;
 }

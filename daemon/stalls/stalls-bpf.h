@@ -19,7 +19,8 @@ typedef struct StallBpf StallBpf;
 #if HAVE_BPF
 
 /* Loads the programs this kernel needs and attaches them: fentry/fexit on the wait functions
- * where the kernel has BPF trampolines, else the raw tracepoints found under tracefs_root.
+ * and the wait tracepoint where the kernel has BPF trampolines, else the raw tracepoints; the
+ * wait tracepoint must be found under tracefs_root.
  * Returns 0 and *ret, or -errno with a malloc()ed explanation in *ret_error (may be NULL for
  * -ENOMEM). */
 int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error);

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The stall probe's fentry mode, where BPF trampolines exist (5.5+ with ftrace direct calls,
+ * e.g. Debian's 6.1 and 6.12; stalls-tp.bpf.c is the fallback, stalls.bpf.h has what both modes
+ * share).
+ *
+ * A wait lasts from the tracepoint writeback:folio_wait_writeback in folio_wait_writeback()
+ * (wait_begin: the folio is under writeback, the task is about to sleep) to that call's return
+ * (fexit): the time the writer was blocked. A call that did not sleep after all (the writeback
+ * ended first: the task's voluntary context switches did not change) is dropped and counted in
+ * `unmatched`. No sched_switch program: a context switch costs nothing. The tracepoint fires
+ * again when the folio is still (or again) under writeback after the task woke: the wait goes
+ * on, from its first hit.
+ *
+ * Its kind, without a stack walk on the common paths:
+ *   - folio_wait_stable() (every wait that depends on the stable-writes flag, in the sources of
+ *     6.1.192 and 6.12.118: write_begin through FGP_STABLE, page_mkwrite,
+ *     wait_for_stable_page()) calls folio_wait_writeback() (a tail call) when the folio's
+ *     mapping has stable writes; its fentry program makes the same test and, when the folio is
+ *     under writeback, leaves this CPU a mark (task, folio, the task's context switch count): a
+ *     wait on that folio by that task right after, with no context switch between (no
+ *     migration to another CPU's mark), is STALL_KIND_STABLE. The next wait of the task clears
+ *     the mark, so a later one (the same task's fsync of the page) never takes it. No clock
+ *     read: under a VM's emulated clock (HPET) that is the dearest part;
+ *   - __filemap_fdatawait_range() (fsync, fdatasync, sync_file_range, msync, sync) waits for
+ *     the folios of one mapping in a loop that sleeps only in those waits: its fentry program
+ *     records the mapping and the task's voluntary switch count, each wait of its loop renews
+ *     that count at its end, and a wait of the task on that mapping with the count unchanged
+ *     is STALL_KIND_SYNC. No fexit there: the record is left for the LRU map to recycle, and
+ *     its count goes stale with the task's next sleep. So only a wait by the same task on the
+ *     same mapping after its fsync returned, with no sleep between (a truncation of what it
+ *     just synced, while a flusher writes it back again), would count as SYNC, not OTHER;
+ *   - any other wait (the WB_SYNC_ALL writeback loops, truncation, reclaim, btrfs' own waits, a
+ *     mark lost to a migration between the two calls) is classified by its stack as in the
+ *     raw-tracepoint mode.
+ *
+ * The attach cost decides the shape (issue 16: start-up): each trampoline costs ftrace a pass
+ * over every patchable function to install, and a second program on a traced function a
+ * rebuild that costs twice that, so there is one program per traced function; and the
+ * tracepoint, cheap to attach, opens the wait. folio_wait_writeback_killable() (afs' only) is
+ * not traced: the tracepoint fires in it too, and its record is replaced at the task's next
+ * wait (counted in `unmatched`) and never closed by another folio's return. */
+
+#include "stalls.bpf.h"
+
+struct folio {
+        unsigned long flags;
+        struct address_space *mapping;
+} __attribute__((preserve_access_index));
+
+/* The values are relocated to the running kernel's. */
+enum pageflags {
+        PG_writeback = 15,
+};
+
+/* 6.8+ and backports (Debian 6.1.192 has it): folio_wait_stable() tests it */
+enum mapping_flags {
+        AS_STABLE_WRITES = 8,
+};
+
+#define SB_I_STABLE_WRITES 0x00000008 /* before AS_STABLE_WRITES */
+
+struct stable_mark {
+        __u64 folio;
+        __u64 switches; /* the task's nvcsw + nivcsw when marked */
+        __u32 pid;
+        __u32 pad;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct stable_mark);
+} stable_marks SEC(".maps");
+
+struct sync_context {
+        __u64 mapping; /* what __filemap_fdatawait_range() waits for */
+        __u64 nvcsw;   /* the task's voluntary switches at its entry, or at the end of its last wait */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, 1024); /* tasks in fsync at once; one evicted is classified by its stack */
+        __type(key, __u32);        /* thread id */
+        __type(value, struct sync_context);
+} sync_contexts SEC(".maps");
+
+/* The fentry programs' arguments are typed by the kernel's BTF (the verifier knows ctx[0] is a
+ * struct folio *), so the flags are one plain load, relocated like a CO-RE read, instead of a
+ * bpf_probe_read_kernel() call: this test runs on every call of folio_wait_stable(), and most
+ * calls do not wait. */
+static __always_inline int folio_under_writeback(struct folio *folio) {
+        return (folio->flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
+}
+
+/* folio_mapping(): page cache folios only (not anonymous or movable ones), else NULL. */
+static __always_inline struct address_space *folio_file_mapping(struct folio *folio) {
+        struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+
+        return (unsigned long) mapping & 3 ? NULL : mapping;
+}
+
+/* folio_wait_stable()'s own test: whether it will wait for the folio's writeback. */
+static __always_inline int folio_stable_writes(struct folio *folio) {
+        struct address_space *mapping = folio_file_mapping(folio);
+
+        if (!mapping)
+                return 0;
+        if (bpf_core_enum_value_exists(enum mapping_flags, AS_STABLE_WRITES))
+                return (BPF_CORE_READ(mapping, flags) >>
+                        bpf_core_enum_value(enum mapping_flags, AS_STABLE_WRITES)) &
+                       1;
+        return (BPF_CORE_READ(mapping, host, i_sb, s_iflags) & SB_I_STABLE_WRITES) != 0;
+}
+
+/* Plain loads through the BTF-typed current task. */
+static __always_inline __u64 current_nvcsw(void) {
+        return bpf_get_current_task_btf()->nvcsw;
+}
+
+static __always_inline __u64 current_switches(void) {
+        struct task_struct *t = bpf_get_current_task_btf();
+
+        return t->nvcsw + t->nivcsw;
+}
+
+/* The programs' ctx: the traced function's arguments (then its return value, for fexit). */
+SEC("fentry/folio_wait_stable")
+int stable_enter(__u64 *ctx) {
+        struct folio *folio = (void *) ctx[0];
+        struct stable_mark *m;
+        __u32 zero = 0;
+
+        if (!folio_under_writeback(folio) || !folio_stable_writes(folio))
+                return 0;
+        m = bpf_map_lookup_elem(&stable_marks, &zero);
+        if (m) {
+                m->folio = (__u64) folio;
+                m->switches = current_switches();
+                m->pid = (__u32) bpf_get_current_pid_tgid();
+        }
+        return 0;
+}
+
+SEC("fentry/__filemap_fdatawait_range")
+int fdatawait_enter(__u64 *ctx) {
+        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        struct sync_context sc = { .mapping = ctx[0], .nvcsw = current_nvcsw() };
+
+        bpf_map_update_elem(&sync_contexts, &pid, &sc, BPF_ANY);
+        return 0;
+}
+
+/* The kind of the wait of task pid on folio of mapping that begins now (see above). */
+static __always_inline __u32 wait_kind(void *ctx, __u32 pid, __u64 folio, __u64 mapping, __u32 *ret_stack) {
+        struct stable_mark *m;
+        struct sync_context *sc;
+        __u32 zero = 0, kind;
+
+        m = bpf_map_lookup_elem(&stable_marks, &zero);
+        if (m && m->pid == pid && m->folio == folio && m->switches == current_switches())
+                kind = STALL_KIND_STABLE;
+        else if ((sc = bpf_map_lookup_elem(&sync_contexts, &pid)) && sc->mapping == mapping &&
+                 sc->nvcsw == current_nvcsw())
+                kind = STALL_KIND_SYNC;
+        else
+                kind = classify(ctx, ret_stack);
+        if (m && m->pid == pid)
+                m->folio = 0; /* a mark is for the call right after it only */
+        return kind;
+}
+
+/* TP_PROTO(struct folio *folio, struct address_space *mapping) */
+SEC("raw_tracepoint/folio_wait_writeback")
+int wait_begin(struct bpf_raw_tracepoint_args *ctx) {
+        __u64 folio = ctx->args[0], mapping = ctx->args[1];
+        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        struct waiting w = {}, *old;
+
+        old = bpf_map_lookup_elem(&waiting, &pid);
+        if (old && old->folio == folio)
+                return 0; /* woken with the folio under writeback again: the same wait */
+        w.kind = wait_kind(ctx, pid, folio, mapping, &w.stack);
+        w.folio = folio;
+        w.start_ns = bpf_ktime_get_ns();
+        w.nvcsw = current_nvcsw();
+        wait_describe(&w, (void *) mapping);
+        /* A record left: its call never returned through the fexit below (the tracepoint fires in
+         * folio_wait_writeback_killable() too). */
+        return wait_record(pid, old, &w);
+}
+
+SEC("fexit/folio_wait_writeback")
+int writeback_exit(__u64 *ctx) {
+        struct sync_context *sc;
+        struct waiting *w, done;
+        __u64 now, nvcsw;
+        __u32 pid;
+
+        /* Most calls found their folio not under writeback (ext4 calls for every folio it writes
+         * back) and began no wait: with none in the map, no lookup. */
+        if (!globals.nr_waiting)
+                return 0;
+        pid = (__u32) bpf_get_current_pid_tgid();
+        w = bpf_map_lookup_elem(&waiting, &pid);
+        if (!w || w->folio != ctx[0])
+                return 0; /* no wait began in this call, or it began before the probe attached */
+        now = bpf_ktime_get_ns();
+        done = *w;
+        drop(pid, NULL);
+        nvcsw = current_nvcsw();
+        if (nvcsw == done.nvcsw) {
+                __sync_fetch_and_add(&globals.unmatched, 1); /* it never slept */
+                return 0;
+        }
+        if (done.kind == STALL_KIND_SYNC) {
+                sc = bpf_map_lookup_elem(&sync_contexts, &pid);
+                if (sc)
+                        sc->nvcsw = nvcsw; /* the fdatawait loop goes on */
+        }
+        wait_end(&done, now, 1);
+        return 0;
+}

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What the two BPF objects of the stall probe share (stalls-tp.bpf.c, stalls-fentry.bpf.c: one
+ * per mode, each loaded whole by its light skeleton): the kernel structs they read, the record
+ * of a wait in progress, the maps user space reads, the classification of a wait by its caller,
+ * the histogram update at its end, and the symbolize program.
+ *
+ * A wait is recorded in `waiting` (by thread id) when it starts and added to `hists` (per disk
+ * and kind: a log2 histogram of durations) and, for stable-pages waits, `comms` when it ends.
+ *
+ * Not every wait is a stable-pages wait: fsync() waits for writeback the same way (in
+ * __filemap_fdatawait_range), so do the WB_SYNC_ALL writeback loops, truncation, reclaim and
+ * migration. Where a mode cannot tell by cheaper means, the program takes a few kernel stack
+ * frames (bpf_get_stack, paid only by a waiting task) and classifies the wait by its caller,
+ * the first frame after the wait functions, looking each return address up in `callers`
+ * (address -> STALL_KIND_*), which user space fills: it names an address it has not seen yet
+ * (the `symbolize` program below) and classifies the name. A wait with an address not in
+ * `callers` yet is recorded as STALL_KIND_PENDING under a hash of its frames, which are kept in
+ * `pending_stacks`: user space resolves those frames when it reads the figures, counts the
+ * wait under its kind, and from then on the program classifies that path itself. Nothing is
+ * read from /proc/kallsyms at start-up. With classify_callers 0 (nothing can name an address)
+ * every wait is STALL_KIND_STABLE and user space says the waits are unclassified.
+ *
+ * The structs are declared locally with preserve_access_index (CO-RE): the kernel relocates
+ * the field offsets against its own BTF when the light skeleton's loader loads the programs
+ * (5.17+), so neither a vmlinux.h nor a parse of /sys/kernel/btf/vmlinux in user space is
+ * needed.
+ *
+ * The kernel recognises only GPL-type strings as GPL-compatible (bpf_probe_read_kernel and
+ * bpf_get_stack need one); LGPL-2.1 section 3 allows these files to be used under the GPL. */
+#pragma once
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "stalls.h" /* the shared map layout only, under __bpf__ */
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define BDEVFS_MAGIC 0x62646576
+
+struct backing_dev_info {
+        char dev_name[64];
+} __attribute__((preserve_access_index));
+
+struct super_block {
+        unsigned long s_magic;
+        unsigned long s_iflags;
+        struct backing_dev_info *s_bdi;
+} __attribute__((preserve_access_index));
+
+struct inode {
+        struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct address_space {
+        struct inode *host;
+        unsigned long flags;
+} __attribute__((preserve_access_index));
+
+struct gendisk {
+        struct backing_dev_info *bdi;
+} __attribute__((preserve_access_index));
+
+struct block_device {
+        struct gendisk *bd_disk;
+} __attribute__((preserve_access_index));
+
+struct bdev_inode { /* block/bdev.c: the inode of a block device node's page cache */
+        struct block_device bdev;
+        struct inode vfs_inode;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+        int pid;
+        unsigned long nvcsw;
+        unsigned long nivcsw;
+} __attribute__((preserve_access_index));
+
+struct waiting {
+        __u64 start_ns;   /* tracepoint time */
+        __u64 resumed_ns; /* raw-tracepoint mode: last switch-in while not yet asleep */
+        __u32 armed;      /* raw-tracepoint mode: switched out in D since start */
+        __u32 kind;       /* STALL_KIND_* */
+        __u32 stack;      /* STALL_KIND_PENDING: the key of its frames in pending_stacks */
+        __u64 folio;      /* fentry mode: the folio waited for */
+        __u64 nvcsw;      /* fentry mode: the task's voluntary switches at the start */
+        char bdi[STALL_BPF_BDI_LEN];
+        char comm[STALL_BPF_COMM_LEN];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096); /* tasks waiting at once; more are counted in `lost` */
+        __type(key, __u32);        /* thread id */
+        __type(value, struct waiting);
+} waiting SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+        __uint(max_entries, STALL_BPF_MAX_BDIS);
+        __type(key, struct stall_bpf_key);
+        __type(value, struct stall_bpf_hist);
+} hists SEC(".maps");
+
+/* Commands of the stable-pages waits only (the only ones user space lists; with a caller not
+ * named yet, STALL_KIND_PENDING, they may be), least recently used first out: a user who cycles
+ * command names cannot fill it for everyone else. An LRU map must be preallocated, and a per-CPU
+ * one would preallocate a value per CPU for each entry (25 ms of CPU at start-up): one shared
+ * counter per entry, added to atomically. */
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, STALL_BPF_MAX_COMMS);
+        __type(key, struct stall_bpf_comm_key);
+        __type(value, __u64);
+} comms SEC(".maps");
+
+struct stall_bpf_globals globals = {};
+
+const volatile __u32 classify_callers = 0; /* user space can name return addresses */
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, STALL_BPF_MAX_CALLERS);
+        __type(key, __u64);   /* a return address */
+        __type(value, __u32); /* STALL_KIND_* of the function it lies in */
+} callers SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, STALL_BPF_MAX_STACKS);
+        __type(key, __u32); /* hash of the frames */
+        __type(value, struct stall_bpf_stack);
+} pending_stacks SEC(".maps");
+
+/* The kind of the wait whose frames are ips (n bytes of them): STALL_KIND_PENDING (with the
+ * frames saved under *ret_stack) when a frame is not in `callers` yet. The stack starts in the
+ * program and the raw tracepoint's glue; the caller is the first frame after the wait functions
+ * (STALL_KIND_SKIP), so frames before them do not count. */
+static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n, __u32 *ret_stack) {
+        __u32 in_wait = 0, hash = 2166136261u;
+
+        for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
+                __u32 *kind;
+
+                if ((long) (f * sizeof(__u64)) >= n)
+                        break;
+                kind = bpf_map_lookup_elem(&callers, &st->ips[f]);
+                if (!kind) {
+                        /* Not named yet: keep the frames for user space. */
+                        for (__u32 g = 0; g < STALL_BPF_STACK_DEPTH; g++)
+                                hash = (hash ^ (__u32) (st->ips[g] ^ (st->ips[g] >> 32))) * 16777619u;
+                        hash |= 1; /* 0 is "no stack" */
+                        if (bpf_map_update_elem(&pending_stacks, &hash, st, BPF_ANY) < 0)
+                                break;
+                        *ret_stack = hash;
+                        return STALL_KIND_PENDING;
+                }
+                if (*kind == STALL_KIND_SKIP)
+                        in_wait = 1;
+                else if (in_wait)
+                        return *kind;
+        }
+        __sync_fetch_and_add(&globals.unclassified, 1);
+        return STALL_KIND_STABLE;
+}
+
+static __always_inline __u32 classify(void *ctx, __u32 *ret_stack) {
+        struct stall_bpf_stack st = {};
+        long n;
+
+        if (!classify_callers)
+                return STALL_KIND_STABLE;
+        n = bpf_get_stack(ctx, st.ips, sizeof(st.ips), 0);
+        if (n <= 0) {
+                __sync_fetch_and_add(&globals.unclassified, 1);
+                return STALL_KIND_STABLE;
+        }
+        return classify_frames(&st, n, ret_stack);
+}
+
+static __always_inline __u32 log2_u64(__u64 v) {
+        __u32 r = 0, shift;
+
+        shift = (v > 0xFFFFFFFFULL) << 5;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0xFFFF) << 4;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0xFF) << 3;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0xF) << 2;
+        v >>= shift;
+        r |= shift;
+        shift = (v > 0x3) << 1;
+        v >>= shift;
+        r |= shift;
+        r |= (v >> 1);
+        return r;
+}
+
+static __always_inline void drop(__u32 pid, __u64 *counter) {
+        if (bpf_map_delete_elem(&waiting, &pid) == 0)
+                __sync_fetch_and_add(&globals.nr_waiting, -1);
+        if (counter)
+                __sync_fetch_and_add(counter, 1);
+}
+
+/* inode_to_bdi(mapping->host): the block device's own bdi for a block device node's page cache,
+ * else the superblock's. NULL when there is no mapping. */
+static __always_inline struct backing_dev_info *mapping_bdi(struct address_space *mapping) {
+        struct inode *host;
+        struct super_block *sb;
+
+        if (!mapping)
+                return NULL;
+        host = BPF_CORE_READ(mapping, host);
+        sb = BPF_CORE_READ(host, i_sb);
+        if (BPF_CORE_READ(sb, s_magic) == BDEVFS_MAGIC) {
+                struct bdev_inode *bi =
+                        (void *) ((char *) host - bpf_core_field_offset(struct bdev_inode, vfs_inode));
+                return BPF_CORE_READ(bi, bdev.bd_disk, bdi);
+        }
+        return BPF_CORE_READ(sb, s_bdi);
+}
+
+/* Fills in the wait w the bdi name of mapping's disk and the waiting task's command. */
+static __always_inline void wait_describe(struct waiting *w, struct address_space *mapping) {
+        struct backing_dev_info *bdi = mapping_bdi(mapping);
+
+        if (bdi)
+                bpf_probe_read_kernel_str(w->bdi, sizeof(w->bdi), bdi->dev_name);
+        else
+                __builtin_memcpy(w->bdi, "(unknown)", sizeof("(unknown)"));
+        bpf_get_current_comm(w->comm, sizeof(w->comm));
+}
+
+/* Records the wait w of task pid that begins now: over old, the task's record of a wait that
+ * never ended (counted in `unmatched`), else as a new record. */
+static __always_inline int wait_record(__u32 pid, struct waiting *old, const struct waiting *w) {
+        if (old) {
+                __builtin_memcpy(old, w, sizeof(*w));
+                __sync_fetch_and_add(&globals.unmatched, 1);
+                return 0;
+        }
+        if (bpf_map_update_elem(&waiting, &pid, w, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&globals.nr_waiting, 1);
+        else
+                __sync_fetch_and_add(&globals.lost, 1);
+        return 0;
+}
+
+/* Adds the wait w (a copy: its record may be gone) that ended at now to hists and comms. */
+static __always_inline void wait_end(const struct waiting *w, __u64 now, int preemptible) {
+        struct stall_bpf_key bk = {};
+        struct stall_bpf_comm_key ck = {};
+        struct stall_bpf_hist *h;
+        __u64 *c, us, none = 0, slot;
+
+        us = (now - w->start_ns) / 1000;
+        __builtin_memcpy(bk.bdi, w->bdi, sizeof(bk.bdi));
+        __builtin_memcpy(ck.bdi, w->bdi, sizeof(ck.bdi));
+        __builtin_memcpy(ck.comm, w->comm, sizeof(ck.comm));
+        bk.kind = w->kind;
+        bk.stack = w->stack;
+        ck.kind = w->kind;
+        ck.stack = w->stack;
+
+        h = bpf_map_lookup_elem(&hists, &bk);
+        if (!h) {
+                struct stall_bpf_hist zero = {};
+
+                if (bpf_map_update_elem(&hists, &bk, &zero, BPF_NOEXIST) < 0 &&
+                    !bpf_map_lookup_elem(&hists, &bk)) {
+                        __sync_fetch_and_add(&globals.lost, 1);
+                        return;
+                }
+                h = bpf_map_lookup_elem(&hists, &bk);
+                if (!h)
+                        return;
+        }
+        /* Per-CPU values: sched_switch does not nest on one CPU (plain updates), fexit programs
+         * run preemptible (atomic adds). */
+        slot = us ? log2_u64(us) : 0;
+        if (slot >= STALL_BPF_BUCKETS)
+                slot = STALL_BPF_BUCKETS - 1;
+        /* Hide the value from clang so that it keeps the mask, which is what the verifier needs
+         * to see the bound on the register used for the access (32 is a power of 2). */
+        asm volatile("" : "+r"(slot));
+        slot &= STALL_BPF_BUCKETS - 1;
+        if (preemptible) {
+                __sync_fetch_and_add(&h->slots[slot], 1);
+                __sync_fetch_and_add(&h->count, 1);
+                __sync_fetch_and_add(&h->sum_us, us);
+        } else {
+                h->slots[slot]++;
+                h->count++;
+                h->sum_us += us;
+        }
+        if (us > h->max_us)
+                h->max_us = us;
+
+        if (ck.kind != STALL_KIND_STABLE && ck.kind != STALL_KIND_PENDING)
+                return;
+        c = bpf_map_lookup_elem(&comms, &ck);
+        if (!c) {
+                /* The LRU map makes room; EEXIST: another CPU added the key meanwhile. */
+                (void) bpf_map_update_elem(&comms, &ck, &none, BPF_NOEXIST);
+                c = bpf_map_lookup_elem(&comms, &ck);
+        }
+        if (c)
+                __sync_fetch_and_add(c, 1);
+        else
+                __sync_fetch_and_add(&globals.lost_comms, 1); /* counted in hists, but no comm */
+}
+
+/* For user space, run with BPF_PROG_TEST_RUN: names the kernel text address globals.sym_ip as
+ * "function+0xoffset/0xsize [module]" in globals.sym_name (the %pB of the kernel's backtraces: a
+ * return address is looked up one byte before it). globals.sym_len is what bpf_snprintf()
+ * returned. */
+SEC("syscall")
+int symbolize(void *ctx) {
+        __u64 args[1] = { globals.sym_ip };
+
+        (void) ctx;
+        globals.sym_len =
+                bpf_snprintf(globals.sym_name, sizeof(globals.sym_name), "%pB", args, sizeof(args));
+        return 0;
+}
