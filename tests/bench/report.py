@@ -374,20 +374,25 @@ def section3(raw, out, m):
         for line in f:
             name, _, rest = line.rstrip("\n").partition(" ")
             starts.setdefault(name, []).append(kv(rest))
-    inproc = starts.get("inproc", [])
     doc = dict(machine=m, section="probe-cost")
     print()
     print("Section 3: the stall probe's cost")
     print(machine_line(m))
-    if inproc:
-        cpu = sorted(x["cpu_us"] for x in inproc)
-        doc["startup"] = dict(starts=len(cpu), cpu_ms_median=round(statistics.median(cpu) / 1000, 1),
-                              cpu_ms_min=round(cpu[0] / 1000, 1), cpu_ms_max=round(cpu[-1] / 1000, 1),
-                              wall_ms_median=round(statistics.median(x["wall_us"] for x in inproc) / 1000, 1),
-                              raw=inproc)
-        print(f"start-up (stall_probe_new(), {len(cpu)} starts): CPU median {cpu[len(cpu) // 2] / 1000:.1f} ms "
-              f"(min {cpu[0] / 1000:.1f}, max {cpu[-1] / 1000:.1f}), wall median "
-              f"{doc['startup']['wall_ms_median']:.1f} ms")
+    doc["startup"] = {}
+    for who in ("this", "base"):
+        for run in ("cold", "warm"):
+            rs = starts.get(f"inproc-{who}-{run}", [])
+            if not rs:
+                continue
+            cpu = sorted(x["cpu_us"] for x in rs)
+            cell = dict(starts=len(cpu), cpu_ms_median=round(statistics.median(cpu) / 1000, 1),
+                        cpu_ms_min=round(cpu[0] / 1000, 1), cpu_ms_max=round(cpu[-1] / 1000, 1),
+                        wall_ms_median=round(statistics.median(x["wall_us"] for x in rs) / 1000, 1), raw=rs)
+            doc["startup"][f"{who}-{run}"] = cell
+            print(f"start-up (stall_probe_new(), {len(cpu)} starts), {who}"
+                  + (f" ({m.get('baseline', '?')})" if who == "base" else "")
+                  + f", {run}: CPU median {cell['cpu_ms_median']:.1f} ms (min {cell['cpu_ms_min']:.1f}, "
+                  f"max {cell['cpu_ms_max']:.1f}), wall median {cell['wall_ms_median']:.1f} ms")
     for who in ("process-this", "process-base"):
         if who in starts:
             doc[who] = starts[who][0]
