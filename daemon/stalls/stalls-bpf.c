@@ -162,7 +162,7 @@ static char *verifier_last_line(const char *log) {
  * second load with the verifier's log (only then: logging costs). */
 static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error) {
         _cleanup_free_ char *log = NULL, *line = NULL;
-        bool loaded;
+        bool loaded, loaded_again;
         int r;
 
         r = fentry ? fentry_start(classify, NULL, &p->fentry, &loaded)
@@ -173,8 +173,8 @@ static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error)
                 struct stalls_fentry_bpf *f = NULL;
                 struct stalls_tp_bpf *t = NULL;
 
-                (void) (fentry ? fentry_start(classify, log, &f, &loaded)
-                               : tp_start(classify, log, &t, &loaded));
+                (void) (fentry ? fentry_start(classify, log, &f, &loaded_again)
+                               : tp_start(classify, log, &t, &loaded_again));
                 stalls_fentry_bpf__destroy(f);
                 stalls_tp_bpf__destroy(t);
                 line = verifier_last_line(log);
