@@ -526,16 +526,17 @@ static bool disk_removed(const Engine *e, const char *name) {
         return p && access(p, F_OK) < 0 && errno == ENOENT;
 }
 
-/* The disk these facts were read from is gone: its name is absent, or another disk (another
- * diskseq) took it between the write and the read back. */
+/* The disk these facts were read from is gone: its name is absent, or another disk took it
+ * between the write and the read back: another diskseq, or none that can be read yet (a loop
+ * device removed and added again under the same name, its attributes still appearing). */
 static bool disk_gone(const Engine *e, const DeviceFacts *f) {
         _cleanup_free_ char *attr = strdup_printf("block/%s/diskseq", f->name);
         long long seq;
 
         if (disk_removed(e, f->name))
                 return true;
-        return f->diskseq != 0 && attr && sysfs_read_int(e->sysfs_root, attr, &seq) == 0 &&
-               (uint64_t) seq != f->diskseq;
+        return f->diskseq != 0 && attr &&
+               (sysfs_read_int(e->sysfs_root, attr, &seq) < 0 || (uint64_t) seq != f->diskseq);
 }
 
 int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {

@@ -262,7 +262,12 @@ static void replace_action(const char *path, void *userdata) {
                 tree_rm(root, "block/loop1");
         else if (streq(how, "remove-flag"))
                 CHECK(unlink(path) == 0);
-        else if (streq(how, "dir")) {
+        else if (streq(how, "reuse-name")) {
+                /* Removed, and another loop1 is appearing: its queue is there, not yet its
+                 * diskseq nor its flag. */
+                tree_rm(root, "block/loop1");
+                tree_mkdir(root, "block/loop1/queue");
+        } else if (streq(how, "dir")) {
                 CHECK(unlink(path) == 0);
                 CHECK(mkdir(path, 0755) == 0);
         } else if (streq(how, "fifo")) {
@@ -337,6 +342,8 @@ static const ApplyCase apply_cases[] = {
         { "directory", .replace = "dir", .ret = -EISDIR, .message = "Is a directory" },
         { "fifo", .replace = "fifo", .ret = -ENXIO, .message = "No such device or address" },
         { "disk removed while applied", .replace = "remove-disk", .ret = -ENODEV,
+          .message = "loop1: the disk was removed while being applied" },
+        { "disk removed and its name taken while applied", .replace = "reuse-name", .ret = -ENODEV,
           .message = "loop1: the disk was removed while being applied" },
         { "flag removed while applied", .replace = "remove-flag", .ret = -ENOENT,
           .message = "cannot write 1 to queue/stable_writes: No such file or directory" },
