@@ -33,8 +33,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(StallProbe *, stall_probe_free);
 
 StallProbeMode stall_probe_mode(const StallProbe *p);
 
-/* Why this mode, for status: "BPF fentry/fexit folio_wait_writeback + folio_wait_stable +
- * __filemap_fdatawait_range with the raw tracepoint writeback:folio_wait_writeback, waits
+/* Why this mode, for status: "BPF fentry/fexit folio_wait_bit + folio_wait_stable +
+ * __filemap_fdatawait_range with the BTF tracepoint writeback:folio_wait_writeback, waits
  * classified by caller", "BPF raw tracepoints
  * writeback:folio_wait_writeback + sched_switch, waits classified by caller; fentry/fexit: (why
  * not)", or what failed on the way ("BPF: ...; tracefs: ..."). Never NULL. */

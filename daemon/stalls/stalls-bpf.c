@@ -255,8 +255,8 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                         "Cannot name kernel addresses (/proc/kallsyms hides them: kernel.kptr_restrict): "
                         "fsync waits will be counted as stable-pages waits.");
         if (fentry)
-                p->reason = strdup_printf("BPF fentry/fexit folio_wait_writeback + folio_wait_stable + "
-                                          "__filemap_fdatawait_range with the raw tracepoint "
+                p->reason = strdup_printf("BPF fentry/fexit folio_wait_bit + folio_wait_stable + "
+                                          "__filemap_fdatawait_range with the BTF tracepoint "
                                           "writeback:folio_wait_writeback, %s",
                                           classify ? "waits classified by caller"
                                                    : "unclassified: /proc/kallsyms hides addresses");

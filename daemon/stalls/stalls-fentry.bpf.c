@@ -4,12 +4,19 @@
  * share).
  *
  * A wait lasts from the tracepoint writeback:folio_wait_writeback in folio_wait_writeback()
- * (wait_begin: the folio is under writeback, the task is about to sleep) to that call's return
- * (fexit): the time the writer was blocked. A call that did not sleep after all (the writeback
- * ended first: the task's voluntary context switches did not change) is dropped and counted in
- * `unmatched`. No sched_switch program: a context switch costs nothing. The tracepoint fires
- * again when the folio is still (or again) under writeback after the task woke: the wait goes
- * on, from its first hit.
+ * (wait_begin: the folio is under writeback, the task is about to sleep) to the return of its
+ * sleep, folio_wait_bit(folio, PG_writeback) (fexit), with the folio no longer under writeback:
+ * the time the writer was blocked. A wait that did not sleep after all (the writeback ended
+ * first: the task's voluntary context switches did not change) is dropped and counted in
+ * `unmatched`. No sched_switch program: a context switch costs nothing. When the folio is still
+ * (or again) under writeback at that return, folio_wait_writeback() sleeps again and the
+ * tracepoint fires again: the wait goes on, from its first hit.
+ *
+ * Why folio_wait_bit() and not folio_wait_writeback()'s own return: every call of
+ * folio_wait_bit() is a wait for a folio's bit (writeback, PG_locked through folio_wait_locked(),
+ * PG_private_2), while folio_wait_writeback() is called for every folio that ext4 and the
+ * writeback loops write back, most of which are not under writeback: its trampoline ran 3-5
+ * times per loop of the worst-case writer, on the paths that do not wait too.
  *
  * Its kind, without a stack walk on the common paths:
  *   - folio_wait_stable() (every wait that depends on the stable-writes flag, in the sources of
@@ -37,8 +44,9 @@
  * over every patchable function to install, and a second program on a traced function a
  * rebuild that costs twice that, so there is one program per traced function; and the
  * tracepoint, cheap to attach, opens the wait. folio_wait_writeback_killable() (afs' only) is
- * not traced: the tracepoint fires in it too, and its record is replaced at the task's next
- * wait (counted in `unmatched`) and never closed by another folio's return. */
+ * not traced: the tracepoint fires in it too (it sleeps in folio_wait_bit_killable()), and its
+ * record is replaced at the task's next wait (counted in `unmatched`) and never closed by
+ * another folio's return. */
 
 #include "stalls.bpf.h"
 
@@ -170,10 +178,32 @@ static __always_inline __u32 wait_kind(void *ctx, __u32 pid, __u64 folio, __u64 
         return kind;
 }
 
+/* wait_describe() through plain loads: the tp_btf program's arguments are typed by the kernel's
+ * BTF, so the superblock, its bdi and the bdi's name are read like a struct's fields, without a
+ * bpf_probe_read_kernel() call each. A block device node's page cache (its bdi is its disk's)
+ * takes wait_describe()'s reads. The name is copied 8 bytes at a time: it is short ("MAJ:MIN")
+ * and the bytes after its end are zero (bdi_alloc() zeroes the struct). */
+static __always_inline void wait_describe_btf(struct waiting *w, struct address_space *mapping) {
+        struct super_block *sb = mapping ? mapping->host->i_sb : NULL;
+        struct backing_dev_info *bdi = sb ? sb->s_bdi : NULL;
+        __u64 *name = (__u64 *) w->bdi;
+        const __u64 *src;
+
+        if (!bdi || sb->s_magic == BDEVFS_MAGIC) {
+                wait_describe(w, mapping);
+                return;
+        }
+        src = (const __u64 *) bdi->dev_name;
+        for (int i = 0; i < STALL_BPF_BDI_LEN / 8; i++)
+                name[i] = src[i];
+        w->bdi[STALL_BPF_BDI_LEN - 1] = 0;
+        bpf_get_current_comm(w->comm, sizeof(w->comm));
+}
+
 /* TP_PROTO(struct folio *folio, struct address_space *mapping) */
-SEC("raw_tracepoint/folio_wait_writeback")
-int wait_begin(struct bpf_raw_tracepoint_args *ctx) {
-        __u64 folio = ctx->args[0], mapping = ctx->args[1];
+SEC("tp_btf/folio_wait_writeback")
+int wait_begin(__u64 *ctx) {
+        __u64 folio = ctx[0], mapping = ctx[1];
         __u32 pid = (__u32) bpf_get_current_pid_tgid();
         struct waiting w = {}, *old;
 
@@ -184,27 +214,29 @@ int wait_begin(struct bpf_raw_tracepoint_args *ctx) {
         w.folio = folio;
         w.start_ns = bpf_ktime_get_ns();
         w.nvcsw = current_nvcsw();
-        wait_describe(&w, (void *) mapping);
-        /* A record left: its call never returned through the fexit below (the tracepoint fires in
+        wait_describe_btf(&w, (struct address_space *) ctx[1]);
+        /* A record left: its wait never ended through the fexit below (the tracepoint fires in
          * folio_wait_writeback_killable() too). */
         return wait_record(pid, old, &w);
 }
 
-SEC("fexit/folio_wait_writeback")
+/* void folio_wait_bit(struct folio *folio, int bit_nr) */
+SEC("fexit/folio_wait_bit")
 int writeback_exit(__u64 *ctx) {
+        struct folio *folio = (void *) ctx[0];
         struct sync_context *sc;
         struct waiting *w, done;
         __u64 now, nvcsw;
         __u32 pid;
 
-        /* Most calls found their folio not under writeback (ext4 calls for every folio it writes
-         * back) and began no wait: with none in the map, no lookup. */
-        if (!globals.nr_waiting)
+        if (!globals.nr_waiting || (int) ctx[1] != (int) bpf_core_enum_value(enum pageflags, PG_writeback))
                 return 0;
         pid = (__u32) bpf_get_current_pid_tgid();
         w = bpf_map_lookup_elem(&waiting, &pid);
         if (!w || w->folio != ctx[0])
-                return 0; /* no wait began in this call, or it began before the probe attached */
+                return 0; /* no wait began before this sleep, or it began before the probe attached */
+        if (folio_under_writeback(folio))
+                return 0; /* written back again meanwhile: folio_wait_writeback() sleeps again */
         now = bpf_ktime_get_ns();
         done = *w;
         drop(pid, NULL);

@@ -36,7 +36,7 @@ crossval() {
 crossval fentry
 crossval raw-tracepoints STABLEPAGES_STALLS_FORCE_TRACEPOINTS=1
 
-# Kill and restart the probe while writers wait inside folio_wait_writeback() (behind a
+# Kill and restart the probe while writers wait inside folio_wait_bit() (behind a
 # 100 ms dm-delay): the fexit trampoline is torn down under sleeping tasks.
 mark=$(dmesg | wc -l)
 slow=$(delayed sp-slow "$(newloop 64)" 100)
