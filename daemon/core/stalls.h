@@ -93,7 +93,7 @@ struct stall_bpf_hist {
 /* The global variables of both BPF objects (their .bss, mapped by the light skeletons): the
  * probe's counters, and the arguments and result of the symbolize program. */
 struct stall_bpf_globals {
-        unsigned long long nr_waiting;   /* records in `waiting`; 0 makes the hot paths return */
+        unsigned long long nr_waiting;   /* waits in progress; 0 makes the hot paths return */
         unsigned long long unmatched;    /* wait starts that did not sleep */
         unsigned long long lost;         /* waits not recorded: a map was full */
         unsigned long long lost_comms;   /* stable-pages waits recorded without their command */

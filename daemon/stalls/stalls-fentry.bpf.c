@@ -93,6 +93,15 @@ struct {
         __type(value, struct sync_context);
 } sync_contexts SEC(".maps");
 
+/* The task's wait in progress (start_ns != 0), in the task's own storage: no hash insert and
+ * delete per wait, and a task's record goes with the task. */
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct waiting);
+} task_waits SEC(".maps");
+
 /* The fentry programs' arguments are typed by the kernel's BTF (the verifier knows ctx[0] is a
  * struct folio *), so the flags are one plain load, relocated like a CO-RE read, instead of a
  * bpf_probe_read_kernel() call: this test runs on every call of folio_wait_stable(), and most
@@ -205,19 +214,26 @@ SEC("tp_btf/folio_wait_writeback")
 int wait_begin(__u64 *ctx) {
         __u64 folio = ctx[0], mapping = ctx[1];
         __u32 pid = (__u32) bpf_get_current_pid_tgid();
-        struct waiting w = {}, *old;
+        struct waiting n = {}, *w;
 
-        old = bpf_map_lookup_elem(&waiting, &pid);
-        if (old && old->folio == folio)
+        w = bpf_task_storage_get(&task_waits, bpf_get_current_task_btf(), NULL,
+                                 BPF_LOCAL_STORAGE_GET_F_CREATE);
+        if (!w) {
+                __sync_fetch_and_add(&globals.lost, 1);
+                return 0;
+        }
+        if (w->start_ns && w->folio == folio)
                 return 0; /* woken with the folio under writeback again: the same wait */
-        w.kind = wait_kind(ctx, pid, folio, mapping, &w.stack);
-        w.folio = folio;
-        w.start_ns = bpf_ktime_get_ns();
-        w.nvcsw = current_nvcsw();
-        wait_describe_btf(&w, (struct address_space *) ctx[1]);
+        n.kind = wait_kind(ctx, pid, folio, mapping, &n.stack);
+        n.folio = folio;
+        n.nvcsw = current_nvcsw();
+        wait_describe_btf(&n, (struct address_space *) ctx[1]);
+        n.start_ns = bpf_ktime_get_ns();
         /* A record left: its wait never ended through the fexit below (the tracepoint fires in
-         * folio_wait_writeback_killable() too). */
-        return wait_record(pid, old, &w);
+         * folio_wait_writeback_killable() too), this one replaces it. */
+        __sync_fetch_and_add(w->start_ns ? &globals.unmatched : &globals.nr_waiting, 1);
+        __builtin_memcpy(w, &n, sizeof(n));
+        return 0;
 }
 
 /* void folio_wait_bit(struct folio *folio, int bit_nr) */
@@ -231,21 +247,22 @@ int writeback_exit(__u64 *ctx) {
 
         if (!globals.nr_waiting || (int) ctx[1] != (int) bpf_core_enum_value(enum pageflags, PG_writeback))
                 return 0;
-        pid = (__u32) bpf_get_current_pid_tgid();
-        w = bpf_map_lookup_elem(&waiting, &pid);
-        if (!w || w->folio != ctx[0])
+        w = bpf_task_storage_get(&task_waits, bpf_get_current_task_btf(), NULL, 0);
+        if (!w || !w->start_ns || w->folio != ctx[0])
                 return 0; /* no wait began before this sleep, or it began before the probe attached */
         if (folio_under_writeback(folio))
                 return 0; /* written back again meanwhile: folio_wait_writeback() sleeps again */
         now = bpf_ktime_get_ns();
         done = *w;
-        drop(pid, NULL);
+        w->start_ns = 0;
+        __sync_fetch_and_add(&globals.nr_waiting, -1);
         nvcsw = current_nvcsw();
         if (nvcsw == done.nvcsw) {
                 __sync_fetch_and_add(&globals.unmatched, 1); /* it never slept */
                 return 0;
         }
         if (done.kind == STALL_KIND_SYNC) {
+                pid = (__u32) bpf_get_current_pid_tgid();
                 sc = bpf_map_lookup_elem(&sync_contexts, &pid);
                 if (sc)
                         sc->nvcsw = nvcsw; /* the fdatawait loop goes on */

@@ -30,6 +30,36 @@
 #define TASK_UNINTERRUPTIBLE 0x2
 #define STALE_NS (10ULL * 1000 * 1000) /* run time between tracepoint and sleep, at most */
 
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096); /* tasks waiting at once; more are counted in `lost` */
+        __type(key, __u32);        /* thread id */
+        __type(value, struct waiting);
+} waiting SEC(".maps");
+
+/* Deletes task pid's record, if any, and counts in *counter (when not NULL). */
+static __always_inline void drop(__u32 pid, __u64 *counter) {
+        if (bpf_map_delete_elem(&waiting, &pid) == 0)
+                __sync_fetch_and_add(&globals.nr_waiting, -1);
+        if (counter)
+                __sync_fetch_and_add(counter, 1);
+}
+
+/* Records the wait w of task pid that begins now: over old, the task's record of a wait that
+ * never ended (counted in `unmatched`), else as a new record. */
+static __always_inline int wait_record(__u32 pid, struct waiting *old, const struct waiting *w) {
+        if (old) {
+                __builtin_memcpy(old, w, sizeof(*w));
+                __sync_fetch_and_add(&globals.unmatched, 1);
+                return 0;
+        }
+        if (bpf_map_update_elem(&waiting, &pid, w, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&globals.nr_waiting, 1);
+        else
+                __sync_fetch_and_add(&globals.lost, 1);
+        return 0;
+}
+
 struct task_struct___state { /* sched_switch_3args: the task's state */
         unsigned int __state;
 } __attribute__((preserve_access_index));

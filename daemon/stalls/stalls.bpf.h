@@ -4,8 +4,9 @@
  * of a wait in progress, the maps user space reads, the classification of a wait by its caller,
  * the histogram update at its end, and the symbolize program.
  *
- * A wait is recorded in `waiting` (by thread id) when it starts and added to `hists` (per disk
- * and kind: a log2 histogram of durations) and, for stable-pages waits, `comms` when it ends.
+ * A wait is recorded for its task when it starts (in each mode's own way) and added to `hists`
+ * (per disk and kind: a log2 histogram of durations) and, for stable-pages waits, `comms` when it
+ * ends.
  *
  * Not every wait is a stable-pages wait: fsync() waits for writeback the same way (in
  * __filemap_fdatawait_range), so do the WB_SYNC_ALL writeback loops, truncation, reclaim and
@@ -89,13 +90,6 @@ struct waiting {
         char bdi[STALL_BPF_BDI_LEN];
         char comm[STALL_BPF_COMM_LEN];
 };
-
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 4096); /* tasks waiting at once; more are counted in `lost` */
-        __type(key, __u32);        /* thread id */
-        __type(value, struct waiting);
-} waiting SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -202,13 +196,6 @@ static __always_inline __u32 log2_u64(__u64 v) {
         return r;
 }
 
-static __always_inline void drop(__u32 pid, __u64 *counter) {
-        if (bpf_map_delete_elem(&waiting, &pid) == 0)
-                __sync_fetch_and_add(&globals.nr_waiting, -1);
-        if (counter)
-                __sync_fetch_and_add(counter, 1);
-}
-
 /* inode_to_bdi(mapping->host): the block device's own bdi for a block device node's page cache,
  * else the superblock's. NULL when there is no mapping. */
 static __always_inline struct backing_dev_info *mapping_bdi(struct address_space *mapping) {
@@ -236,21 +223,6 @@ static __always_inline void wait_describe(struct waiting *w, struct address_spac
         else
                 __builtin_memcpy(w->bdi, "(unknown)", sizeof("(unknown)"));
         bpf_get_current_comm(w->comm, sizeof(w->comm));
-}
-
-/* Records the wait w of task pid that begins now: over old, the task's record of a wait that
- * never ended (counted in `unmatched`), else as a new record. */
-static __always_inline int wait_record(__u32 pid, struct waiting *old, const struct waiting *w) {
-        if (old) {
-                __builtin_memcpy(old, w, sizeof(*w));
-                __sync_fetch_and_add(&globals.unmatched, 1);
-                return 0;
-        }
-        if (bpf_map_update_elem(&waiting, &pid, w, BPF_NOEXIST) == 0)
-                __sync_fetch_and_add(&globals.nr_waiting, 1);
-        else
-                __sync_fetch_and_add(&globals.lost, 1);
-        return 0;
 }
 
 /* Adds the wait w (a copy: its record may be gone) that ended at now to hists and comms. */
