@@ -526,14 +526,16 @@ static bool disk_removed(const Engine *e, const char *name) {
         return p && access(p, F_OK) < 0 && errno == ENOENT;
 }
 
-/* The disk these facts were read from is gone: its name is absent, or another disk took it
- * between the write and the read back: another diskseq, or none that can be read yet (a loop
- * device removed and added again under the same name, its attributes still appearing). */
-static bool disk_gone(const Engine *e, const DeviceFacts *f) {
+/* The disk these facts were read from is gone, or going: its flag or its queue/ is absent
+ * (del_gendisk removes queue/'s attributes first, then queue/, then the disk; the kernel
+ * never removes the flag of a disk that stays), or another disk took its name: another
+ * diskseq, or none that can be read yet (a loop device removed and added again under the
+ * same name, its attributes still appearing). */
+static bool disk_gone(const Engine *e, const DeviceFacts *f, int error) {
         _cleanup_free_ char *attr = strdup_printf("block/%s/diskseq", f->name);
         long long seq;
 
-        if (disk_removed(e, f->name))
+        if (error == -ENOENT || disk_removed(e, f->name))
                 return true;
         return f->diskseq != 0 && attr &&
                (sysfs_read_int(e->sysfs_root, attr, &seq) < 0 || (uint64_t) seq != f->diskseq);
@@ -572,7 +574,7 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                         log_warning_errno(r, "%s: cannot record the kernel's original flag in %s: %m",
                                           f->name, e->runtime_dir);
                 r = sysfs_write_string(e->sysfs_root, attr, value);
-                if (r == -ENOENT && disk_gone(e, f))
+                if (r < 0 && disk_gone(e, f, r))
                         return fail(ret, -ENODEV,
                                     strdup_printf("%s: the disk was removed while being applied", f->name));
                 if (r < 0)
@@ -580,7 +582,7 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                                     strdup_printf("%s: cannot write %s to queue/stable_writes: %s", f->name,
                                                   value, strerror(-r)));
                 r = sysfs_read_int(e->sysfs_root, attr, &now);
-                if (r == -ENOENT && disk_gone(e, f))
+                if ((r < 0 || now != dec->desired) && disk_gone(e, f, r))
                         return fail(ret, -ENODEV,
                                     strdup_printf("%s: the disk was removed while being applied", f->name));
                 if (r < 0 || now != dec->desired)

@@ -251,7 +251,7 @@ typedef struct ApplyCase {
         const char *name;
         int error;           /* injected write errno, 0 = none */
         bool swallow;        /* the write is ignored */
-        const char *replace; /* "dir", "fifo", "remove-disk", "remove-flag": just before the write */
+        const char *replace; /* what replace_action() does just before the write or read back */
         int ret;             /* engine_apply() */
         const char *message; /* in ApplyResult.message */
 } ApplyCase;
@@ -262,7 +262,20 @@ static void replace_action(const char *path, void *userdata) {
                 tree_rm(root, "block/loop1");
         else if (streq(how, "remove-flag"))
                 CHECK(unlink(path) == 0);
-        else if (streq(how, "reuse-name")) {
+        else if (streq(how, "remove-flag-after-write")) {
+                /* The write went through; the disk is being removed before the read back:
+                 * its flag is gone, its queue/ and diskseq not yet (del_gendisk's order). */
+                if (fault_hits() == 2)
+                        CHECK(unlink(path) == 0);
+        } else if (streq(how, "reuse-name-after-write")) {
+                /* The write went through; another loop1 took the name before the read back:
+                 * its own flag (0) and diskseq. */
+                if (fault_hits() == 2) {
+                        tree_rm(root, "block/loop1");
+                        make_loop("loop1", 1, "0\n");
+                        tree_put(root, "block/loop1/diskseq", "43\n");
+                }
+        } else if (streq(how, "reuse-name")) {
                 /* Removed, and another loop1 is appearing: its queue is there, not yet its
                  * diskseq nor its flag. */
                 tree_rm(root, "block/loop1");
@@ -306,7 +319,7 @@ static int apply_case(void *userdata) {
                 fault_arm_open("/block/loop1/queue/stable_writes", replace_action, (void *) c->replace);
         r = engine_apply(&e, d1, &res);
         if (c->error || c->swallow || c->replace)
-                CHECK(fault_hits() >= 1);
+                CHECK(fault_hits() >= (c->replace && strstr(c->replace, "-after-write") ? 2u : 1u));
         fault_disarm();
         if (r != c->ret)
                 fprintf(stderr, "apply case \"%s\": %d (%s)\n", c->name, r, res.message);
@@ -345,8 +358,12 @@ static const ApplyCase apply_cases[] = {
           .message = "loop1: the disk was removed while being applied" },
         { "disk removed and its name taken while applied", .replace = "reuse-name", .ret = -ENODEV,
           .message = "loop1: the disk was removed while being applied" },
-        { "flag removed while applied", .replace = "remove-flag", .ret = -ENOENT,
-          .message = "cannot write 1 to queue/stable_writes: No such file or directory" },
+        { "flag removed while applied", .replace = "remove-flag", .ret = -ENODEV,
+          .message = "loop1: the disk was removed while being applied" },
+        { "flag removed before the read back", .replace = "remove-flag-after-write", .ret = -ENODEV,
+          .message = "loop1: the disk was removed while being applied" },
+        { "name taken before the read back", .replace = "reuse-name-after-write", .ret = -ENODEV,
+          .message = "loop1: the disk was removed while being applied" },
 };
 
 static void test_apply_faults(void) {
