@@ -465,7 +465,7 @@ static int explain_local(const char *name) {
         return 0;
 }
 
-/* What explain shows of a disk: its Device properties, from one GetAll call. */
+/* What explain shows of a disk: its Device properties, from one GetDeviceProperties call. */
 typedef struct DeviceView {
         char *name, *need, *kind, *devnum, *desired, *source, *decision, *setting;
         char *stall_reason, *learned, *learned_reason;
@@ -517,7 +517,7 @@ static int read_mounts(sd_bus_message *m, DeviceView *v) {
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
-/* Reads the a{sv} of GetAll into v; properties it does not know are skipped. */
+/* Reads the a{sv} of GetDeviceProperties into v; properties it does not know are skipped. */
 static int read_device_view(sd_bus_message *m, DeviceView *v) {
         static const struct {
                 const char *name;
@@ -548,6 +548,7 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 F("OverrideBinding", 's', override_binding),
                 F("OverrideSource", 's', override_source),
                 F("DiskSeq", 't', diskseq),
+                F("StableId", 's', stable_id),
 #undef F
         };
         int r = sd_bus_message_enter_container(m, 'a', "{sv}");
@@ -607,7 +608,7 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 return r;
         if (!v->name || !v->need || !v->kind || !v->devnum || !v->desired || !v->source || !v->decision ||
             !v->setting || !v->stall_reason || !v->learned || !v->learned_reason || !v->override_scope ||
-            !v->override_binding || !v->override_source)
+            !v->override_binding || !v->override_source || !v->stable_id)
                 return -EBADMSG; /* a daemon that does not have them all */
         return sd_bus_message_exit_container(m);
 }
@@ -641,7 +642,7 @@ static void explain_stalls(const DeviceView *v) {
 int verb_explain(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *all = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(device_view_done) DeviceView v = { .flag = -1 };
         const char *path;
         int r;
@@ -655,25 +656,16 @@ int verb_explain(int argc, char **argv) {
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
                 return explain_local(argv[0]);
 
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDevice", &error, &reply,
-                               "s", argv[0]);
+        /* Every property, StableId included, in one round trip. */
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDeviceProperties", &error,
+                               &reply, "s", argv[0]);
         if (r < 0)
                 return ctl_call_error(argv[0], &error, r);
         if ((r = sd_bus_message_read(reply, "o", &path)) < 0)
                 return log_error_errno(r, "Bad reply: %m");
-        /* Every property in one round trip (and StableId in a second). */
-        r = sd_bus_call_method(bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", &error,
-                               &all, "s", BUS_DEVICE_INTERFACE);
+        r = read_device_view(reply, &v);
         if (r < 0)
-                return ctl_call_error(argv[0], &error, r);
-        r = read_device_view(all, &v);
-        if (r < 0)
-                return log_error_errno(r, "Bad reply to GetAll of %s: %m", path);
-        /* Not in GetAll: the daemon computes it against every other disk when asked. */
-        r = sd_bus_get_property_string(bus, BUS_NAME, path, BUS_DEVICE_INTERFACE, "StableId", &error,
-                                       &v.stable_id);
-        if (r < 0)
-                return ctl_call_error(argv[0], &error, r);
+                return log_error_errno(r, "Bad reply to GetDeviceProperties of %s: %m", path);
 
         printf("%s (%s, %s): need %s\n", v.name, v.devnum, v.kind, v.need);
         print_reasons("because:", v.reasons);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The Manager's methods that read the disks: ListDevices, ListFilesystems, ListOverrides,
- * GetDevice, DumpJSON. */
+ * GetDevice, GetDeviceProperties, DumpJSON. */
 #include <systemd/sd-bus.h>
 
 #include "bus-api.h"
@@ -118,6 +118,50 @@ int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (!path)
                 return -ENOMEM;
         return sd_bus_reply_method_return(m, "o", path);
+}
+
+/* Appends every property of d's Device object as a{sv}, StableId included (GetAll leaves out
+ * what is computed when read), each from the getter its Get uses. */
+static int append_device_properties(sd_bus *bus, sd_bus_message *reply, const char *path, EngineDevice *d,
+                                    sd_bus_error *error) {
+        int r = sd_bus_message_open_container(reply, 'a', "{sv}");
+
+        for (const sd_bus_vtable *v = device_vtable; r >= 0 && v->type != _SD_BUS_VTABLE_END; v++) {
+                if (v->type != _SD_BUS_VTABLE_PROPERTY)
+                        continue;
+                r = sd_bus_message_open_container(reply, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", v->x.property.member);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'v', v->x.property.signature);
+                if (r >= 0)
+                        r = v->x.property.get(bus, path, BUS_DEVICE_INTERFACE, v->x.property.member, reply,
+                                              (uint8_t *) d + v->x.property.offset, error);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+int method_get_device_properties(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        EngineDevice *d;
+
+        int r = bus_read_device(m, b, &d, error);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *path = device_path(d->facts->name);
+        if (!path)
+                return -ENOMEM;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "o", path);
+        if (r >= 0)
+                r = append_device_properties(sd_bus_message_get_bus(m), reply, path, d, error);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
 static void mounts_json(Manager *m, const char *disk, JsonWriter *w) {

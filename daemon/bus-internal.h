@@ -108,6 +108,7 @@ int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error);
+int method_get_device_properties(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_reset_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error);

@@ -119,6 +119,9 @@ const sd_bus_vtable manager_vtable[] = {
                                  method_list_filesystems, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetDevice", "s", SD_BUS_PARAM(name), "o", SD_BUS_PARAM(path),
                                  method_get_device, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetDeviceProperties", "s", SD_BUS_PARAM(name), "oa{sv}",
+                                 SD_BUS_PARAM(path) SD_BUS_PARAM(properties), method_get_device_properties,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("DumpJSON", "ast", SD_BUS_PARAM(names) SD_BUS_PARAM(flags), "s",
                                  SD_BUS_PARAM(json), method_dump_json, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES(

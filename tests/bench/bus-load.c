@@ -8,14 +8,15 @@
  *
  * on the device the test owns (--device); --apply makes one set in four apply at once; --list-only makes
  * every call a ListDevices (tests/bench/run: its latency with many disks); --only=stalls every call a
- * GetStalls(DEV), --only=getall every call a Properties.GetAll of DEV's object. A call is "answered"
+ * GetStalls(DEV), --only=getall every call a Properties.GetAll of DEV's object, --only=properties
+ * every call a GetDeviceProperties(DEV) (what explain calls). A call is "answered"
  * when a reply or an error reply from the daemon arrives; it is "unanswered" when the bus reports a timeout,
  * no reply, or a lost connection. While the clients run, the parent samples the daemon's RSS
  * (--pid) after warm-up (the first 10% of all calls) and at the end.
  *
  * Usage: bus-load --device=NAME [--clients=32] [--calls=500] [--writes=20] [--pid=PID]
- *                 [--timeout-sec=30] [--allow-missing] [--apply] [--list-only] [--only=stalls|getall]
- *                 [--stop-file=PATH]
+ *                 [--timeout-sec=30] [--allow-missing] [--apply] [--list-only]
+ *                 [--only=stalls|getall|properties] [--stop-file=PATH]
  * Prints one "key=value ..." summary line and one "error NAME COUNT" line per error name.
  * --allow-missing counts NoSuchDevice/UnknownObject errors as expected (a device removed
  * while the calls run). --stop-file makes the clients call until PATH exists (--calls is then
@@ -145,6 +146,9 @@ static int one_call(sd_bus *bus, unsigned k, unsigned i, sd_bus_error *e) {
                                           arg_device, (uint64_t) 1);
         case 6:
                 return sd_bus_call_method(bus, DEST, PATH, IFACE, "GetStalls", e, &reply, "s", arg_device);
+        case 8:
+                return sd_bus_call_method(bus, DEST, PATH, IFACE, "GetDeviceProperties", e, &reply, "s",
+                                          arg_device);
         default:
                 r = sd_bus_path_encode(PATH "/device", arg_device, &path);
                 if (r < 0)
@@ -286,6 +290,8 @@ static int parse_argv(int argc, char **argv) {
                                 arg_only = 6;
                         else if (strcmp(optarg, "getall") == 0)
                                 arg_only = 7;
+                        else if (strcmp(optarg, "properties") == 0)
+                                arg_only = 8;
                         else
                                 return -EINVAL;
                         break;
@@ -330,7 +336,7 @@ static int parse_argv(int argc, char **argv) {
             arg_timeout_sec == 0) {
                 fprintf(stderr, "usage: bus-load --device=NAME [--clients=N] [--calls=N] [--writes=PERCENT] "
                                 "[--pid=PID] [--timeout-sec=N] [--allow-missing] [--apply] [--list-only] "
-                                "[--only=stalls|getall]\n");
+                                "[--only=stalls|getall|properties]\n");
                 return -EINVAL;
         }
         return 0;

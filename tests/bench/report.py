@@ -296,7 +296,8 @@ def section2(raw, out, m):
             print(f"ListDevices, {int(ld['clients'])} concurrent clients, {int(ld['calls'])} calls, "
                   f"{n_dev} block devices: p50 {fmt_us(ld['p50_us'])}, p99 {fmt_us(ld['p99_us'])}, "
                   f"max {fmt_us(ld['max_us'])}, {ld['calls_per_s']:.0f} calls/s, failed {int(ld['failed'])}")
-        for name, label in (("getstalls", "GetStalls(disk)"), ("getall", "Device Properties.GetAll")):
+        for name, label in (("getstalls", "GetStalls(disk)"), ("getall", "Device Properties.GetAll"),
+                            ("properties", "GetDeviceProperties(disk)")):
             c = events.get(name)
             if not c:
                 continue

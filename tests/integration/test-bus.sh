@@ -94,6 +94,8 @@ grep -q "desired: off (config)" <<<"$out" || fail "explain after restart: $out"
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 out=$(nobody "$CTL" --no-pager status 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "^$loop " <<<"$out" || fail "unprivileged status: rc=$rc: $out"
+out=$(nobody "$CTL" --no-pager explain "$loop" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "^$loop (.*): need none" <<<"$out" || fail "unprivileged explain: rc=$rc: $out"
 out=$(nobody "$CTL" set "$loop" on --runtime 2>&1 </dev/null); rc=$?
 [ $rc -eq 1 ] || fail "unprivileged set exited $rc, want 1: $out"
 grep -qi "access denied\|not authorized" <<<"$out" || fail "unprivileged set: no access-denied message: $out"
@@ -103,7 +105,7 @@ out=$(nobody busctl --system call org.stablepages1 /org/stablepages1 org.stablep
 
 # 3. busctl sees the documented members and reads a device's Need.
 intro=$(busctl --system introspect org.stablepages1 /org/stablepages1 2>&1)
-for member in ListDevices ListFilesystems GetDevice DumpJSON SetDevicePolicy ResetDevicePolicy ListOverrides Apply Reload \
+for member in ListDevices ListFilesystems GetDevice GetDeviceProperties DumpJSON SetDevicePolicy ResetDevicePolicy ListOverrides Apply Reload \
         Applied Refused Reloaded Version Policy ApplyMounted; do
         grep -q "\.$member " <<<"$intro" || fail "introspection lacks $member"
 done
@@ -165,6 +167,40 @@ out=$("$CTL" explain nosuchdisk9 2>&1); rc=$?
 [ $rc -eq 4 ] || fail "explain of a missing device exited $rc, want 4: $out"
 out=$("$CTL" explain "$loop" 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "need none" <<<"$out" || fail "explain $loop: rc=$rc: $out"
+
+# 6b. GetDeviceProperties: GetDevice's path, every property GetAll gives with the same value,
+# and StableId (GetAll leaves it out); explain makes that one call to the daemon and no other.
+mgr() { busctl --system --json=short call org.stablepages1 /org/stablepages1 org.stablepages1.Manager "$@"; }
+props=$(mgr GetDeviceProperties s "$loop" 2>&1) || fail "GetDeviceProperties $loop: $props"
+path=$(mgr GetDevice s "$loop" | jq -r '.data[0]')
+all=$(busctl --system --json=short call org.stablepages1 "$path" org.freedesktop.DBus.Properties GetAll \
+        s org.stablepages1.Device 2>&1) || fail "GetAll $path: $all"
+sid=$(busctl --system --json=short get-property org.stablepages1 "$path" org.stablepages1.Device StableId |
+        jq -r .data)
+jq -e --arg path "$path" --arg sid "$sid" --argjson all "$all" \
+        '.data[0] == $path and .data[1].StableId.data == $sid and (.data[1] | del(.StableId)) == $all.data[0]' \
+        <<<"$props" >/dev/null || fail "GetDeviceProperties differs from GetDevice, GetAll and StableId: $props"
+check_error "unknown device (GetDeviceProperties)" org.stablepages1.Error.NoSuchDevice GetDeviceProperties string:nosuchdisk9
+check_error "slash in name (GetDeviceProperties)" org.stablepages1.Error.InvalidName GetDeviceProperties string:"../sda"
+busctl --system --json=short monitor --match "type='method_call',destination='org.stablepages1'" \
+        >"$tmp/calls" 2>&1 &
+monitor=$!
+seen_pings() { grep -c '"member":"Ping"' "$tmp/calls"; }
+for ((i = 0; i < 100; i++)); do
+        busctl --system call org.stablepages1 /org/stablepages1 org.freedesktop.DBus.Peer Ping >/dev/null
+        [ "$(seen_pings)" -gt 0 ] && break
+        sleep 0.05
+done
+out=$("$CTL" --no-pager explain "$loop" 2>&1) || fail "explain $loop under the monitor: $out"
+pings=$(seen_pings)
+for ((i = 0; i < 100; i++)); do
+        busctl --system call org.stablepages1 /org/stablepages1 org.freedesktop.DBus.Peer Ping >/dev/null
+        [ "$(seen_pings)" -gt "$pings" ] && break
+        sleep 0.05
+done
+kill "$monitor"; wait "$monitor" 2>/dev/null
+calls=$(grep '^{' "$tmp/calls" | jq -r 'select(.member != "Ping") | .member' | tr '\n' ' ')
+[ "$calls" = "GetDeviceProperties " ] || fail "explain called the daemon with: '$calls', want one GetDeviceProperties"
 
 # 7. reset without --runtime removes the drop-in; check-config reports file:line, exit 1.
 out=$("$CTL" reset "$loop" 2>&1); rc=$?
