@@ -203,6 +203,21 @@ static bool key_name_is_valid(const char *s) {
         return true;
 }
 
+/* The key of a rejected line ("  Key = ..." with a valid key name of at most size - 1
+ * bytes) in buf, or NULL when it has none. */
+static const char *rejected_line_key(const char *line, size_t len, char *buf, size_t size) {
+        size_t i = 0, k = 0;
+
+        while (i < len && isspace((unsigned char) line[i]))
+                i++;
+        while (i < len && k + 1 < size && (isalnum((unsigned char) line[i]) || strchr("_.-", line[i])))
+                buf[k++] = line[i++];
+        buf[k] = '\0';
+        while (i < len && isspace((unsigned char) line[i]))
+                i++;
+        return k > 0 && i < len && line[i] == '=' ? buf : NULL;
+}
+
 /* Position of an inline comment: '#' or ';' after whitespace, or NULL. */
 static const char *find_inline_comment(const char *v) {
         for (const char *p = v; *p; p++)
@@ -217,7 +232,7 @@ static char *config_reader(char *str, int num, void *stream) {
         ParseState *s = stream;
         const char *line, *nl;
         size_t len, max;
-        char buf[num > 0 ? num : 1];
+        char buf[num > 0 ? num : 1], key[64];
         char *t, *eq, *name, *value;
 
         if (s->pos >= s->size || num < 4 || s->error < 0)
@@ -246,6 +261,8 @@ static char *config_reader(char *str, int num, void *stream) {
                         i++;
                 if (i < len && line[i] == '[')
                         s->section = SECTION_IGNORED;
+                else if (rejected_line_key(line, len, key, sizeof key))
+                        config_handle_unreadable_item(s, key);
                 return str;
         }
 

@@ -37,6 +37,11 @@ void config_diag(ParseState *s, DiagLevel level, unsigned line, const char *form
  * s->section, adds a rule for [Device MATCH], reports what is wrong. */
 void config_section_header(ParseState *s, char *line);
 
+/* config.c: a line with key name in section s->section that was rejected before its value
+ * could be read (too long, not UTF-8, a control character): a key that limits which disks
+ * the daemon may write (Devices=) fails closed, as if every entry of the line were invalid. */
+void config_handle_unreadable_item(ParseState *s, const char *name);
+
 /* config.c: the inih handler of a validated "Key=value" line of the section s->section
  * (user is the ParseState; section is ignored, inih truncates it). Always returns 1. */
 int config_handle_item(void *user, const char *section, const char *name, const char *value);

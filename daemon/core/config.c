@@ -310,6 +310,16 @@ static int split_words(const char *value, char ***ret) {
         return 0;
 }
 
+/* A Devices= line none of whose entries can be used: a list still at "all disks" becomes
+ * "no disk", never "all". */
+static void glob_list_fail_closed(ParseState *s, char ***l) {
+        if (*l)
+                return;
+        *l = calloc(1, sizeof(char *));
+        if (!*l)
+                s->error = -ENOMEM;
+}
+
 /* Devices=: kernel name globs, appended; empty resets to "all". */
 static void parse_glob_list(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         _cleanup_strv_free_ char **words = NULL;
@@ -347,12 +357,8 @@ static void parse_glob_list(ParseState *s, const ConfigItem *item, const char *v
                 }
                 added++;
         }
-        /* A line whose entries are all invalid must not leave the list at "all disks". */
-        if (added == 0 && bad > 0 && !*l) {
-                *l = calloc(1, sizeof(char *));
-                if (!*l)
-                        s->error = -ENOMEM;
-        }
+        if (added == 0 && bad > 0)
+                glob_list_fail_closed(s, l);
 }
 
 /* NeverRemount=: absolute paths, appended; empty resets. */
@@ -472,6 +478,22 @@ static const ConfigItem config_items[] = {
         ENUM_ITEM(SECTION_DEVICE, "Force", DeviceRule, force, -1, boolean_values),
         { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
+
+void config_handle_unreadable_item(ParseState *s, const char *name) {
+        if (s->error < 0 || s->section != SECTION_MANAGER)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(config_items); i++) {
+                const ConfigItem *item = &config_items[i];
+                if (item->section != SECTION_MANAGER || item->parse != parse_glob_list ||
+                    !streq(item->key, name))
+                        continue;
+                diag_error(s,
+                           "%s= on this line cannot be read: the disks it lists are only observed, and "
+                           "without another %s= entry no disk is managed",
+                           name, name);
+                glob_list_fail_closed(s, (char ***) ((uint8_t *) s->config + item->offset));
+        }
+}
 
 int config_handle_item(void *user, const char *section, const char *name, const char *value) {
         ParseState *s = user;

@@ -233,6 +233,9 @@ static void check_max_line(const Config *c) {
  * bytes long and ends with tail. */
 static char long_line_ok[512], long_line_bad[512], long_line_split[512];
 
+/* "[Manager]\nDevices=loop1000 loop1001 ...\n": 30 names, a line longer than LINE_MAX_LEN. */
+static char long_devices[512];
+
 static void make_long_line(char *buf, size_t len, const char *tail) {
         size_t k = strlen("NeverRemount=/");
 
@@ -248,6 +251,10 @@ static void make_long_lines(void) {
         make_long_line(long_line_bad, LINE_MAX_LEN + 1, "");
         /* If this line were split at inih's buffer size, its tail would apply. */
         make_long_line(long_line_split, INI_MAX_LINE - 1 + strlen("Policy=latency"), "Policy=latency");
+        strcpy(long_devices, "[Manager]\nDevices=");
+        for (unsigned i = 0; i < 30; i++)
+                sprintf(long_devices + strlen(long_devices), "%sloop%u", i ? " " : "", 1000 + i);
+        strcat(long_devices, "\n");
 }
 
 static const Case cases[] = {
@@ -305,6 +312,23 @@ static const Case cases[] = {
           { TEXT("main", "[Manager]\nDevices=/dev/sda\n") },
           { ERR("main", 2, "invalid Devices= entry \"/dev/sda\": use the kernel name (\"sda\")") },
           check_devices_all_bad },
+        /* A Devices= line rejected before its value is read: fails closed, as an assignment
+         * whose entries are all invalid (the bench's 1,024 names on one line once left the
+         * daemon writing every disk of the machine). */
+        { "over-long Devices= line",
+          { TEXT("main", long_devices) },
+          { ERR("main", 2, "line is too long (277 bytes, at most 197)"),
+            ERR("main", 2, "Devices= on this line cannot be read: the disks it lists are only observed") },
+          check_devices_all_bad },
+        { "Devices= line not UTF-8",
+          { TEXT("main", "[Manager]\n  Devices = sd\xe9\n") },
+          { ERR("main", 2, "line is not valid UTF-8"),
+            ERR("main", 2, "Devices= on this line cannot be read") },
+          check_devices_all_bad },
+        { "unreadable Devices= line after a good one",
+          { TEXT("main", "[Manager]\nDevices=sdb\nDevices=sd\x1b\n") },
+          { ERR("main", 3, "control character"), ERR("main", 3, "Devices= on this line cannot be read") },
+          check_devices_partly_bad },
         { "NeverRemount= normalized",
           { TEXT("main", "[Manager]\nNeverRemount=//srv/./data/ /var relative /a/../b /var/\n") },
           { ERR("main", 2, "invalid NeverRemount= entry \"relative\": not an absolute path"),
