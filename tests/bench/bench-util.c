@@ -261,10 +261,13 @@ static int do_start(char **cmd) {
                 if (bus) {
                         while ((r = sd_bus_process(bus, NULL)) > 0)
                                 ;
-                        if (bus_at)
-                                continue;
-                        p[1].fd = sd_bus_get_fd(bus);
-                        p[1].events = (short) sd_bus_get_events(bus);
+                        /* The name may come before READY=1: then only the notify socket is
+                         * waited for (going on without polling spun until the deadline, and
+                         * never read READY=1). */
+                        if (!bus_at) {
+                                p[1].fd = sd_bus_get_fd(bus);
+                                p[1].events = (short) sd_bus_get_events(bus);
+                        }
                 }
                 if (waitpid(pid, &status, WNOHANG) == pid) {
                         fprintf(stderr, "%s exited during start-up (status 0x%x)\n", cmd[0], status);
