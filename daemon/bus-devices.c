@@ -107,17 +107,23 @@ int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error
         return reply_send_array(reply, &strings, r);
 }
 
-int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        BusService *b = userdata;
-        EngineDevice *d;
-
-        int r = bus_read_device(m, b, &d, error);
+/* The disk a call names and its object path (*ret_path, to free). Returns 0, or what a method
+ * handler returns. */
+static int read_device_path(sd_bus_message *m, BusService *b, EngineDevice **ret, char **ret_path,
+                            sd_bus_error *error) {
+        int r = bus_read_device(m, b, ret, error);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *path = device_path(d->facts->name);
-        if (!path)
-                return -ENOMEM;
-        return sd_bus_reply_method_return(m, "o", path);
+        *ret_path = device_path((*ret)->facts->name);
+        return *ret_path ? 0 : -ENOMEM;
+}
+
+int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        EngineDevice *d;
+
+        int r = read_device_path(m, userdata, &d, &path, error);
+        return r < 0 ? r : sd_bus_reply_method_return(m, "o", path);
 }
 
 /* Appends every property of d's Device object as a{sv}, StableId included (GetAll leaves out
@@ -146,16 +152,13 @@ static int append_device_properties(sd_bus *bus, sd_bus_message *reply, const ch
 }
 
 int method_get_device_properties(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        BusService *b = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *path = NULL;
         EngineDevice *d;
 
-        int r = bus_read_device(m, b, &d, error);
+        int r = read_device_path(m, userdata, &d, &path, error);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *path = device_path(d->facts->name);
-        if (!path)
-                return -ENOMEM;
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "o", path);
