@@ -12,8 +12,12 @@
  * (inode_to_bdi()'s bdi->dev_name, "MAJ:MIN" of the whole disk).
  *
  * Cost model: sched_switch runs on every context switch, so it first reads one global
- * (nr_waiting) and returns when no task is waiting; only then does it read prev's and next's
- * pid and look them up in the `waiting` hash. The wait tracepoint runs only when a task waits.
+ * (nr_waiting) and returns when no task is waiting; only then does it look prev and next up in
+ * the `waiting` hash, keyed by the task_struct's address: the tracepoint's arguments themselves,
+ * with no read of the task (a pid would take a bpf_probe_read_kernel() for each, on each switch
+ * while a task waits). A task waits on writeback only alive (it cannot exit before it is woken)
+ * and its record goes when it is switched out in another state, so an address reused by a new
+ * task finds no record of the old one. The wait tracepoint runs only when a task waits.
  *
  * A wait record is
  *   opened  at the tracepoint (a second hit of the same task before it slept restarts it),
@@ -33,27 +37,27 @@
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, 4096); /* tasks waiting at once; more are counted in `lost` */
-        __type(key, __u32);        /* thread id */
+        __type(key, __u64);        /* the task_struct's address */
         __type(value, struct waiting);
 } waiting SEC(".maps");
 
-/* Deletes task pid's record, if any, and counts in *counter (when not NULL). */
-static __always_inline void drop(__u32 pid, __u64 *counter) {
-        if (bpf_map_delete_elem(&waiting, &pid) == 0)
+/* Deletes task's record, if any, and counts in *counter (when not NULL). */
+static __always_inline void drop(__u64 task, __u64 *counter) {
+        if (bpf_map_delete_elem(&waiting, &task) == 0)
                 __sync_fetch_and_add(&globals.nr_waiting, -1);
         if (counter)
                 __sync_fetch_and_add(counter, 1);
 }
 
-/* Records the wait w of task pid that begins now: over old, the task's record of a wait that
- * never ended (counted in `unmatched`), else as a new record. */
-static __always_inline int wait_record(__u32 pid, struct waiting *old, const struct waiting *w) {
+/* Records the wait w of task that begins now: over old, the task's record of a wait that never
+ * ended (counted in `unmatched`), else as a new record. */
+static __always_inline int wait_record(__u64 task, struct waiting *old, const struct waiting *w) {
         if (old) {
                 __builtin_memcpy(old, w, sizeof(*w));
                 __sync_fetch_and_add(&globals.unmatched, 1);
                 return 0;
         }
-        if (bpf_map_update_elem(&waiting, &pid, w, BPF_NOEXIST) == 0)
+        if (bpf_map_update_elem(&waiting, &task, w, BPF_NOEXIST) == 0)
                 __sync_fetch_and_add(&globals.nr_waiting, 1);
         else
                 __sync_fetch_and_add(&globals.lost, 1);
@@ -65,7 +69,7 @@ struct task_struct___state { /* sched_switch_3args: the task's state */
 } __attribute__((preserve_access_index));
 
 static __always_inline int wait_start(void *ctx, struct address_space *mapping) {
-        __u32 pid = (__u32) bpf_get_current_pid_tgid();
+        __u64 task = bpf_get_current_task();
         struct waiting w = {};
 
         w.start_ns = bpf_ktime_get_ns();
@@ -73,7 +77,7 @@ static __always_inline int wait_start(void *ctx, struct address_space *mapping) 
         wait_describe(&w, mapping);
         w.kind = classify(ctx, &w.stack);
         /* A record left: the previous hit never slept, this is a new wait. */
-        return wait_record(pid, bpf_map_lookup_elem(&waiting, &pid), &w);
+        return wait_record(task, bpf_map_lookup_elem(&waiting, &task), &w);
 }
 
 /* TP_PROTO(struct folio *folio, struct address_space *mapping) */
@@ -82,31 +86,28 @@ int folio_wait_writeback(struct bpf_raw_tracepoint_args *ctx) {
         return wait_start(ctx, (void *) ctx->args[1]);
 }
 
-static __always_inline int switch_common(int preempt, struct task_struct *prev, struct task_struct *next,
-                                         unsigned long prev_state) {
+static __always_inline int switch_common(int preempt, __u64 prev, __u64 next, unsigned long prev_state) {
         struct waiting *w;
-        __u32 pid;
-        __u64 now = bpf_ktime_get_ns();
+        __u64 now;
 
-        pid = (__u32) BPF_CORE_READ(prev, pid);
-        w = bpf_map_lookup_elem(&waiting, &pid);
-        if (w && !w->armed) {
-                if (preempt)
-                        ; /* preempted on the way to sleep: keep */
-                else if ((prev_state & TASK_UNINTERRUPTIBLE) && now - w->resumed_ns <= STALE_NS)
+        /* The clock is read only for a task that has a record: most switches while a task waits
+         * are of other tasks. */
+        w = bpf_map_lookup_elem(&waiting, &prev);
+        if (w && !w->armed && !preempt) { /* preempted on the way to sleep: keep */
+                if ((prev_state & TASK_UNINTERRUPTIBLE) && bpf_ktime_get_ns() - w->resumed_ns <= STALE_NS)
                         w->armed = 1;
                 else
-                        drop(pid, &globals.unmatched);
+                        drop(prev, &globals.unmatched);
         }
 
-        pid = (__u32) BPF_CORE_READ(next, pid);
-        w = bpf_map_lookup_elem(&waiting, &pid);
+        w = bpf_map_lookup_elem(&waiting, &next);
         if (!w)
                 return 0;
+        now = bpf_ktime_get_ns();
         if (w->armed) {
                 struct waiting done = *w;
 
-                drop(pid, NULL);
+                drop(next, NULL);
                 wait_end(&done, now, 0);
         } else
                 w->resumed_ns = now;
@@ -119,8 +120,7 @@ SEC("raw_tracepoint/sched_switch")
 int sched_switch(struct bpf_raw_tracepoint_args *ctx) {
         if (!globals.nr_waiting)
                 return 0;
-        return switch_common(ctx->args[0], (void *) ctx->args[1], (void *) ctx->args[2],
-                             (unsigned int) ctx->args[3]);
+        return switch_common(ctx->args[0], ctx->args[1], ctx->args[2], (unsigned int) ctx->args[3]);
 }
 
 /* 5.17 (the light skeleton's oldest kernel) has no prev_state argument: read the task's state. */
@@ -130,6 +130,5 @@ int sched_switch_3args(struct bpf_raw_tracepoint_args *ctx) {
 
         if (!globals.nr_waiting)
                 return 0;
-        return switch_common(ctx->args[0], (void *) prev, (void *) ctx->args[2],
-                             BPF_CORE_READ(prev, __state));
+        return switch_common(ctx->args[0], ctx->args[1], ctx->args[2], BPF_CORE_READ(prev, __state));
 }
