@@ -236,6 +236,15 @@ static void manager_log_stall_losses(Manager *m) {
                            comms - m->stall_lost_comms, comms);
         m->stall_lost = waits;
         m->stall_lost_comms = comms;
+
+        uint64_t mismatches = stall_probe_frame_mismatches(m->probe);
+        if (mismatches > m->stall_frame_mismatches)
+                log_warning("Stall probe: a wait's caller read from the learned stack slots differed from "
+                            "the one its stack walk found (%" PRIu64 " audits failed): the waits since the "
+                            "previous audit (1 in 64 is audited) may be counted under a wrong cause; every "
+                            "wait's stack is walked from now on.",
+                            mismatches);
+        m->stall_frame_mismatches = mismatches;
 }
 
 /* One poll: sample the probe, run the adaptive policy on every disk, reconcile when it

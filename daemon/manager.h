@@ -105,6 +105,7 @@ struct Manager {
         uint64_t live_usec;
         bool live_valid;
         uint64_t stall_lost, stall_lost_comms; /* the probe's losses at the last poll (logged) */
+        uint64_t stall_frame_mismatches;       /* the probe's failed audits at the last poll (logged) */
 
         char *status;         /* the last STATUS= sent */
         uint64_t dump_digest; /* FNV-1a of the last content of devices.json */

@@ -93,13 +93,17 @@ struct stall_bpf_hist {
 /* The global variables of both BPF objects (their .bss, mapped by the light skeletons): the
  * probe's counters, and the arguments and result of the symbolize program. */
 struct stall_bpf_globals {
-        unsigned long long nr_waiting;   /* waits in progress; 0 makes the hot paths return */
-        unsigned long long unmatched;    /* wait starts that did not sleep */
-        unsigned long long lost;         /* waits not recorded: a map was full */
-        unsigned long long lost_comms;   /* stable-pages waits recorded without their command */
-        unsigned long long unclassified; /* waits whose stack could not be read: STALL_KIND_STABLE */
-        unsigned long long sym_ip;       /* symbolize: the address to name */
-        long long sym_len;               /* symbolize: what bpf_snprintf() returned */
+        unsigned long long nr_waiting;       /* waits in progress; 0 makes the hot paths return */
+        unsigned long long unmatched;        /* wait starts that did not sleep */
+        unsigned long long lost;             /* waits not recorded: a map was full */
+        unsigned long long lost_comms;       /* stable-pages waits recorded without their command */
+        unsigned long long unclassified;     /* waits whose stack could not be read: STALL_KIND_STABLE */
+        unsigned long long frame_reads;      /* raw-tracepoint mode: waits classified without a walk */
+        unsigned long long frame_mismatches; /* ... whose audit by a walk found another caller (not 0:
+                                              * the slots are no longer read) */
+        unsigned long long frame_slots;      /* raw-tracepoint mode: the slots learned (stalls-tp.bpf.c) */
+        unsigned long long sym_ip;           /* symbolize: the address to name */
+        long long sym_len;                   /* symbolize: what bpf_snprintf() returned */
         char sym_name[STALL_BPF_SYMBOL_LEN];
 };
 

@@ -55,6 +55,15 @@ uint64_t stall_probe_lost_comms(StallProbe *p);
  * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
 uint64_t stall_probe_unmatched(StallProbe *p);
 
+/* Raw-tracepoint mode: waits classified from two words of the stack at slots learned from a
+ * walk, without a walk of their own. Else 0. */
+uint64_t stall_probe_frame_reads(StallProbe *p);
+
+/* Raw-tracepoint mode: audits of those answers by a walk that found another caller (up to
+ * FRAME_AUDIT - 1 waits before it may have been counted under a wrong cause; the probe walks
+ * every stack from then on). Else 0. */
+uint64_t stall_probe_frame_mismatches(StallProbe *p);
+
 /* Tracefs mode collects by draining a ring buffer: call this periodically (every few seconds;
  * read and list call it too) so that it does not overrun. No-op in the other modes.
  * Returns 0 or -errno. */

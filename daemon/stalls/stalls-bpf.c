@@ -549,3 +549,11 @@ uint64_t stall_bpf_lost_comms(const StallBpf *p) {
 uint64_t stall_bpf_unmatched(const StallBpf *p) {
         return p->globals->unmatched;
 }
+
+uint64_t stall_bpf_frame_reads(const StallBpf *p) {
+        return p->globals->frame_reads;
+}
+
+uint64_t stall_bpf_frame_mismatches(const StallBpf *p) {
+        return p->globals->frame_mismatches;
+}

@@ -50,6 +50,11 @@ uint64_t stall_bpf_lost(const StallBpf *p);
 uint64_t stall_bpf_lost_comms(const StallBpf *p);
 uint64_t stall_bpf_unmatched(const StallBpf *p);
 
+/* The raw-tracepoint mode's shortcut past the stack walk: as stall_probe_frame_reads() and
+ * stall_probe_frame_mismatches() describe it. */
+uint64_t stall_bpf_frame_reads(const StallBpf *p);
+uint64_t stall_bpf_frame_mismatches(const StallBpf *p);
+
 #else
 
 static inline int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error) {
@@ -78,6 +83,12 @@ static inline uint64_t stall_bpf_lost_comms(const StallBpf *p) {
         return 0;
 }
 static inline uint64_t stall_bpf_unmatched(const StallBpf *p) {
+        return 0;
+}
+static inline uint64_t stall_bpf_frame_reads(const StallBpf *p) {
+        return 0;
+}
+static inline uint64_t stall_bpf_frame_mismatches(const StallBpf *p) {
         return 0;
 }
 

@@ -172,7 +172,9 @@ int fdatawait_enter(__u64 *ctx) {
 static __always_inline __u32 wait_kind(void *ctx, __u32 pid, __u64 folio, __u64 mapping, __u32 *ret_stack) {
         struct stable_mark *m;
         struct sync_context *sc;
+        struct stall_bpf_stack st = {};
         __u32 zero = 0, kind;
+        __s32 caller;
 
         m = bpf_map_lookup_elem(&stable_marks, &zero);
         if (m && m->pid == pid && m->folio == folio && m->switches == current_switches())
@@ -181,7 +183,7 @@ static __always_inline __u32 wait_kind(void *ctx, __u32 pid, __u64 folio, __u64 
                  sc->nvcsw == current_nvcsw())
                 kind = STALL_KIND_SYNC;
         else
-                kind = classify(ctx, ret_stack);
+                kind = classify(ctx, &st, ret_stack, &caller);
         if (m && m->pid == pid)
                 m->folio = 0; /* a mark is for the call right after it only */
         return kind;

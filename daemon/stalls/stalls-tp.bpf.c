@@ -27,12 +27,47 @@
  * A task preempted on its way to sleep keeps its record. A record whose task switches out in
  * any other state, or sleeps in D more than STALE_NS of run time after the tracepoint, belongs
  * to a tracepoint hit that did not sleep (the writeback ended between the check and the
- * sleep): it is dropped and counted in `unmatched`. Every wait is classified by its stack. */
+ * sleep): it is dropped and counted in `unmatched`.
+ *
+ * Every wait is classified by its caller, and a walk of the stack (bpf_get_stack(): 2 µs, the
+ * unwinder's) would cost more than the rest of the program. The program's own frame lies on the
+ * kernel stack right under those of the tracepoint's glue and of folio_wait_writeback(), whose
+ * sizes are fixed for a kernel and a set of programs on the tracepoint; so the return address
+ * into folio_wait_writeback()'s caller sits at a fixed distance above the program's frame
+ * pointer (r10). A walk finds it: the program looks for the walk's last wait-function frame and
+ * the caller's frame among the words above its frame and keeps their slots (frame_slots); a
+ * later wait reads those two words and takes the caller's kind from `callers` when the first is
+ * a wait function's return address and the second one of a classified caller. Anything else (a
+ * caller through a wrapper, another program on the tracepoint, which adds __traceiter_'s frame)
+ * takes the walk, which learns the slots again. The answer is audited: 1 wait in FRAME_AUDIT
+ * also takes the walk, and a caller that differs turns the slots off for good (frame_mismatches
+ * is no longer 0). From 6.13 on the kernel runs a program whose frame is 64 bytes or more on
+ * a private per-CPU stack, away from the traced function's frames: the wait program keeps its
+ * larger locals in a per-CPU scratch map and its frame under that. */
 
 #include "stalls.bpf.h"
 
 #define TASK_UNINTERRUPTIBLE 0x2
 #define STALE_NS (10ULL * 1000 * 1000) /* run time between tracepoint and sleep, at most */
+
+#define FRAME_WORDS 64               /* stack words above the program's frame searched by a walk */
+#define FRAME_AUDIT 64               /* 1 in this many shortcut answers is checked by a walk */
+#define FRAME_SLOTS_VALID (1U << 16) /* frame_slots: wait slot | caller slot << 8 | VALID */
+#define KIND_NONE ((__u32) -1)
+
+/* The wait program's larger locals (one per CPU: the program does not nest on a CPU). */
+struct wait_scratch {
+        struct waiting w;
+        struct stall_bpf_stack st;
+        __u64 words[FRAME_WORDS];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct wait_scratch);
+} scratch SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
@@ -68,16 +103,101 @@ struct task_struct___state { /* sched_switch_3args: the task's state */
         unsigned int __state;
 } __attribute__((preserve_access_index));
 
+/* The program's frame pointer: the kernel stack address above which lie the frames of the
+ * tracepoint's glue and of the traced function. */
+static __always_inline __u64 frame_pointer(void) {
+        __u64 fp;
+
+        asm volatile("%0 = r10" : "=r"(fp));
+        return fp;
+}
+
+/* The kind of the wait's caller from the stack words at the learned slots (a return address
+ * into a wait function, then one into its caller, both in `callers`), with the caller's return
+ * address in *ret_caller; KIND_NONE when the words are not that. */
+static __always_inline __u32 kind_from_slots(__u64 fp, __u32 slots, __u64 *ret_caller) {
+        __u64 word, off;
+        __u32 *kind;
+
+        off = (slots & (FRAME_WORDS - 1)) * sizeof(__u64);
+        if (bpf_probe_read_kernel(&word, sizeof(word), (void *) (fp + off)) < 0)
+                return KIND_NONE;
+        kind = bpf_map_lookup_elem(&callers, &word);
+        if (!kind || *kind != STALL_KIND_SKIP)
+                return KIND_NONE;
+        off = ((slots >> 8) & (FRAME_WORDS - 1)) * sizeof(__u64);
+        if (bpf_probe_read_kernel(&word, sizeof(word), (void *) (fp + off)) < 0)
+                return KIND_NONE;
+        kind = bpf_map_lookup_elem(&callers, &word);
+        if (!kind || *kind == STALL_KIND_SKIP)
+                return KIND_NONE;
+        *ret_caller = word;
+        return *kind;
+}
+
+/* Learns the slots of the walk's frames caller - 1 (a wait function) and caller among the
+ * words above fp. */
+static __always_inline void slots_learn(__u64 fp, struct wait_scratch *s, __s32 caller) {
+        __u64 wait_ret, caller_ret;
+        __u32 j, k;
+
+        if (caller < 1 || caller >= STALL_BPF_STACK_DEPTH)
+                return;
+        wait_ret = s->st.ips[(caller - 1) & (STALL_BPF_STACK_DEPTH - 1)];
+        caller_ret = s->st.ips[caller & (STALL_BPF_STACK_DEPTH - 1)];
+        if (bpf_probe_read_kernel(s->words, sizeof(s->words), (void *) fp) < 0)
+                return;
+        for (j = 0; j < FRAME_WORDS; j++)
+                if (s->words[j] == wait_ret)
+                        break;
+        for (k = j + 1; k < FRAME_WORDS; k++)
+                if (s->words[k] == caller_ret)
+                        break;
+        if (k < FRAME_WORDS)
+                globals.frame_slots = j | k << 8 | FRAME_SLOTS_VALID;
+}
+
+/* The kind of the wait that begins: from the learned slots, else (and when audited) by a walk. */
+static __always_inline __u32 wait_classify(void *ctx, struct wait_scratch *s, __u32 *ret_stack) {
+        __u64 fp = frame_pointer(), caller_ret = 0;
+        __u32 slots = globals.frame_slots, kind = KIND_NONE, walked;
+        __s32 caller;
+
+        if (!classify_callers)
+                return STALL_KIND_STABLE;
+        if ((slots & FRAME_SLOTS_VALID) && !globals.frame_mismatches) {
+                kind = kind_from_slots(fp, slots, &caller_ret);
+                if (kind != KIND_NONE && bpf_get_prandom_u32() % FRAME_AUDIT) {
+                        __sync_fetch_and_add(&globals.frame_reads, 1);
+                        return kind;
+                }
+        }
+        walked = classify(ctx, &s->st, ret_stack, &caller);
+        if (caller < 0)
+                return walked;
+        if (kind == KIND_NONE) {
+                if (!globals.frame_mismatches)
+                        slots_learn(fp, s, caller);
+        } else if (s->st.ips[caller & (STALL_BPF_STACK_DEPTH - 1)] != caller_ret)
+                __sync_fetch_and_add(&globals.frame_mismatches, 1); /* an audit found another caller */
+        return walked;
+}
+
 static __always_inline int wait_start(void *ctx, struct address_space *mapping) {
         __u64 task = bpf_get_current_task();
-        struct waiting w = {};
+        struct wait_scratch *s;
+        __u32 zero = 0;
 
-        w.start_ns = bpf_ktime_get_ns();
-        w.resumed_ns = w.start_ns;
-        wait_describe(&w, mapping);
-        w.kind = classify(ctx, &w.stack);
+        s = bpf_map_lookup_elem(&scratch, &zero);
+        if (!s)
+                return 0;
+        __builtin_memset(&s->w, 0, sizeof(s->w));
+        s->w.start_ns = bpf_ktime_get_ns();
+        s->w.resumed_ns = s->w.start_ns;
+        wait_describe(&s->w, mapping);
+        s->w.kind = wait_classify(ctx, s, &s->w.stack);
         /* A record left: the previous hit never slept, this is a new wait. */
-        return wait_record(task, bpf_map_lookup_elem(&waiting, &task), &w);
+        return wait_record(task, bpf_map_lookup_elem(&waiting, &task), &s->w);
 }
 
 /* TP_PROTO(struct folio *folio, struct address_space *mapping) */

@@ -10,8 +10,9 @@
  *
  * Not every wait is a stable-pages wait: fsync() waits for writeback the same way (in
  * __filemap_fdatawait_range), so do the WB_SYNC_ALL writeback loops, truncation, reclaim and
- * migration. Where a mode cannot tell by cheaper means, the program takes a few kernel stack
- * frames (bpf_get_stack, paid only by a waiting task) and classifies the wait by its caller,
+ * migration. Where a mode cannot tell by cheaper means (the raw-tracepoint mode's cheaper means
+ * are stack slots learned from an earlier walk, stalls-tp.bpf.c), the program takes a few kernel
+ * stack frames (bpf_get_stack, paid only by a waiting task) and classifies the wait by its caller,
  * the first frame after the wait functions, looking each return address up in `callers`
  * (address -> STALL_KIND_*), which user space fills: it names an address it has not seen yet
  * (the `symbolize` program below) and classifies the name. A wait with an address not in
@@ -131,10 +132,13 @@ struct {
 /* The kind of the wait whose frames are ips (n bytes of them): STALL_KIND_PENDING (with the
  * frames saved under *ret_stack) when a frame is not in `callers` yet. The stack starts in the
  * program and the raw tracepoint's glue; the caller is the first frame after the wait functions
- * (STALL_KIND_SKIP), so frames before them do not count. */
-static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n, __u32 *ret_stack) {
+ * (STALL_KIND_SKIP), so frames before them do not count. *ret_caller is the caller's index in
+ * st->ips when `callers` named it, else -1. */
+static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n, __u32 *ret_stack,
+                                             __s32 *ret_caller) {
         __u32 in_wait = 0, hash = 2166136261u;
 
+        *ret_caller = -1;
         for (__u32 f = 0; f < STALL_BPF_STACK_DEPTH; f++) {
                 __u32 *kind;
 
@@ -153,25 +157,30 @@ static __always_inline __u32 classify_frames(struct stall_bpf_stack *st, long n,
                 }
                 if (*kind == STALL_KIND_SKIP)
                         in_wait = 1;
-                else if (in_wait)
+                else if (in_wait) {
+                        *ret_caller = f;
                         return *kind;
+                }
         }
         __sync_fetch_and_add(&globals.unclassified, 1);
         return STALL_KIND_STABLE;
 }
 
-static __always_inline __u32 classify(void *ctx, __u32 *ret_stack) {
-        struct stall_bpf_stack st = {};
+/* The kind of the wait the program ctx is called for, by a walk of the kernel stack into st (as
+ * classify_frames(), which sets *ret_caller). */
+static __always_inline __u32 classify(void *ctx, struct stall_bpf_stack *st, __u32 *ret_stack,
+                                      __s32 *ret_caller) {
         long n;
 
+        *ret_caller = -1;
         if (!classify_callers)
                 return STALL_KIND_STABLE;
-        n = bpf_get_stack(ctx, st.ips, sizeof(st.ips), 0);
+        n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), 0);
         if (n <= 0) {
                 __sync_fetch_and_add(&globals.unclassified, 1);
                 return STALL_KIND_STABLE;
         }
-        return classify_frames(&st, n, ret_stack);
+        return classify_frames(st, n, ret_stack, ret_caller);
 }
 
 static __always_inline __u32 log2_u64(__u64 v) {

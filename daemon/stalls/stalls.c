@@ -141,6 +141,14 @@ uint64_t stall_probe_unmatched(StallProbe *p) {
         return p->mode == STALL_PROBE_BPF ? stall_bpf_unmatched(p->bpf) : 0;
 }
 
+uint64_t stall_probe_frame_reads(StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF ? stall_bpf_frame_reads(p->bpf) : 0;
+}
+
+uint64_t stall_probe_frame_mismatches(StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF ? stall_bpf_frame_mismatches(p->bpf) : 0;
+}
+
 int stall_probe_poll(StallProbe *p) {
         if (p->mode == STALL_PROBE_TRACEFS)
                 return stall_tracefs_poll(p->tracefs);

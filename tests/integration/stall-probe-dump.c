@@ -140,8 +140,10 @@ int main(int argc, char *argv[]) {
                 printf(",\"devices\":null}\n");
                 return 0;
         }
-        printf(",\"lost\":%" PRIu64 ",\"unmatched\":%" PRIu64 ",\"devices\":[", stall_probe_lost(p),
-               stall_probe_unmatched(p));
+        printf(",\"lost\":%" PRIu64 ",\"unmatched\":%" PRIu64 ",\"frame_reads\":%" PRIu64
+               ",\"frame_mismatches\":%" PRIu64 ",\"devices\":[",
+               stall_probe_lost(p), stall_probe_unmatched(p), stall_probe_frame_reads(p),
+               stall_probe_frame_mismatches(p));
         r = stall_probe_list(p, &list, &n);
         if (r < 0)
                 return log_error_errno(r, "stall_probe_list: %m"), 1;

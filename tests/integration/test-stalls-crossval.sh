@@ -19,7 +19,11 @@
 #   4. the writer's two fsync() calls are counted apart, as data-integrity waits (sync_count),
 #      when the probe classifies waits;
 #   5. after unmount, stable_writes=0 and mount again, the probe sees no stable-pages waits on
-#      that disk (the fsync waits remain: they do not depend on the flag).
+#      that disk (the fsync waits remain: they do not depend on the flag);
+#   6. in the raw-tracepoint mode, with waits classified: waits after the first ones were
+#      classified from the stack slots learned from a walk (frame_reads >= 1), and no audit of
+#      those answers by a walk found another caller (frame_mismatches == 0); 1 and 4 show that
+#      the answers sort the rewrites' and the fsync()s' waits apart.
 #
 # With STALLS_MODE=tracefs (test-stalls-tracefs.sh) the probe is forced into its tracefs
 # fallback (STABLEPAGES_STALLS_FORCE_TRACEFS=1, test only) and the same run shows that it counts
@@ -188,6 +192,17 @@ else
         [ "$(probe_field on '.durations')" = false ] || fail "tracefs mode claims durations"
         [ "$(probe_field on 'has("p50_usec") or has("hist") or has("sum_usec")')" = false ] ||
                 fail "tracefs mode reports duration figures it did not measure"
+fi
+
+# 6: the raw-tracepoint mode's shortcut past the stack walk.
+if [ "$MODE" = bpf ] && [ "$classified" = true ] && jq -e '.reason | startswith("BPF raw tracepoints")' \
+        "$tmp/on.json" > /dev/null; then
+        frame_reads=$(jq .frame_reads "$tmp/on.json")
+        frame_mismatches=$(jq .frame_mismatches "$tmp/on.json")
+        echo "raw tracepoints: $frame_reads waits classified from the learned stack slots," \
+             "$frame_mismatches audits failed"
+        [ "$frame_reads" -ge 1 ] || fail "no wait was classified from the learned stack slots"
+        [ "$frame_mismatches" = 0 ] || fail "$frame_mismatches audits of the stack slots found another caller"
 fi
 
 # 5: flag 0 at mount: no stable-pages waits on that disk.
