@@ -409,17 +409,32 @@ def section3(raw, out, m):
         with open(path) as f:
             text = f.read()
         doc["overhead_text"] = text
-        section = None
+        # probe-overhead's tables: a header "workload  no probe  MODE..."; per workload, the
+        # median rates and their ratios to no probe; the medians of the per-round ratios
+        # ("short/no R" pairs); the spread ("none | MODE | ...").
+        modes, per_round = [], {}
         for line in text.splitlines():
-            mm = re.match(r"(.*?)\s+([0-9]+)\s+([0-9]+)\s+([0-9]+)\s+([0-9.]+)\s+([0-9.]+)$", line)
-            if mm and not line.startswith(" "):
-                rows.append(dict(workload=mm.group(1).strip(), none=float(mm.group(2)), bpf=float(mm.group(3)),
-                                 tracefs=float(mm.group(4)), bpf_ratio=float(mm.group(5)),
-                                 tracefs_ratio=float(mm.group(6))))
-            sm = re.match(r"(.*\))\s+([0-9]+-[0-9]+) \| ([0-9]+-[0-9]+) \| ([0-9]+-[0-9]+)$", line)
+            if line.startswith("workload ") and "no probe" in line:
+                modes = line.split("no probe", 1)[1].split()
+                modes = modes[:len(modes) // 2]
+                continue
+            mm = re.match(r"(.*?\))\s+([0-9. ]+)$", line)
+            if not mm or not modes:
+                continue
+            label, rest = mm.group(1).strip(), mm.group(2).split()
+            if len(rest) == 1 + 2 * len(modes) and not line.startswith(" "):
+                rows.append(dict(workload=label, rates=dict(zip(["none"] + modes, map(float, rest))),
+                                 ratio_of_medians=dict(zip(modes, map(float, rest[1 + len(modes):])))))
+        for line in text.splitlines():
+            pm = re.match(r"(.*?\))((?:\s+\S+/no [0-9.]+)+)$", line)
+            if pm:
+                ratios = [float(v) for v in pm.group(2).split()[1::2]]  # in the modes' order
+                per_round.setdefault(pm.group(1).strip(), dict(zip(modes, ratios)))
+            sm = re.match(r"(.*\))\s+([0-9]+-[0-9]+(?: \| [0-9]+-[0-9]+)+)$", line)
             if sm:
-                spread[sm.group(1).strip()] = dict(none=sm.group(2), bpf=sm.group(3), tracefs=sm.group(4))
+                spread[sm.group(1).strip()] = dict(zip(["none"] + modes, sm.group(2).split(" | ")))
         for r in rows:
+            r["median_of_per_round_ratios"] = per_round.get(r["workload"])
             r["spread"] = spread.get(r["workload"])
         doc["overhead"] = rows
         print(text.rstrip())
