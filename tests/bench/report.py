@@ -409,9 +409,9 @@ def section3(raw, out, m):
         with open(path) as f:
             text = f.read()
         doc["overhead_text"] = text
-        # probe-overhead's tables: a header "workload  no probe  MODE..."; per workload, the
-        # median rates and their ratios to no probe; the medians of the per-round ratios
-        # ("short/no R" pairs); the spread ("none | MODE | ...").
+        # probe-overhead's tables, by workload: under a header "workload  no probe  MODE...", the
+        # median rates and their ratios to no probe; then the medians of the per-round ratios
+        # ("short/no R" pairs, in the modes' order) and the spread ("none | MODE | ...").
         modes, per_round = [], {}
         for line in text.splitlines():
             if line.startswith("workload ") and "no probe" in line:
@@ -419,19 +419,15 @@ def section3(raw, out, m):
                 modes = modes[:len(modes) // 2]
                 continue
             mm = re.match(r"(.*?\))\s+([0-9. ]+)$", line)
-            if not mm or not modes:
-                continue
-            label, rest = mm.group(1).strip(), mm.group(2).split()
-            if len(rest) == 1 + 2 * len(modes) and not line.startswith(" "):
-                rows.append(dict(workload=label, rates=dict(zip(["none"] + modes, map(float, rest))),
-                                 ratio_of_medians=dict(zip(modes, map(float, rest[1 + len(modes):])))))
-        for line in text.splitlines():
             pm = re.match(r"(.*?\))((?:\s+\S+/no [0-9.]+)+)$", line)
-            if pm:
-                ratios = [float(v) for v in pm.group(2).split()[1::2]]  # in the modes' order
-                per_round.setdefault(pm.group(1).strip(), dict(zip(modes, ratios)))
             sm = re.match(r"(.*\))\s+([0-9]+-[0-9]+(?: \| [0-9]+-[0-9]+)+)$", line)
-            if sm:
+            if mm and modes and len(mm.group(2).split()) == 1 + 2 * len(modes):
+                rest = [float(v) for v in mm.group(2).split()]
+                rows.append(dict(workload=mm.group(1).strip(), rates=dict(zip(["none"] + modes, rest)),
+                                 ratio_of_medians=dict(zip(modes, rest[1 + len(modes):]))))
+            elif pm:
+                per_round[pm.group(1).strip()] = dict(zip(modes, map(float, pm.group(2).split()[1::2])))
+            elif sm:
                 spread[sm.group(1).strip()] = dict(zip(["none"] + modes, sm.group(2).split(" | ")))
         for r in rows:
             r["median_of_per_round_ratios"] = per_round.get(r["workload"])
