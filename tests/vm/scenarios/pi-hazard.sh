@@ -18,6 +18,17 @@ RACE_SECONDS=4
 
 d=$(pidisk)
 show "$d"
+# sdebug_delay JIFFIES: the delay before each scsi_debug command completes. scsi_debug refuses
+# a change (EBUSY) while commands are in flight, as the race's writeback may still be: sync and
+# try again, for 5 s at most.
+sdebug_delay() {
+        for _ in $(seq 50); do
+                sync
+                echo "$1" 2>/dev/null > /sys/bus/pseudo/drivers/scsi_debug/delay && return 0
+                sleep 0.1
+        done
+        die "scsi_debug refused delay=$1 for 5 s (commands in flight)"
+}
 # race LABEL: one race-writer run on the mounted filesystem; sets RACE_ERRORS, KMSG_GUARD
 race() {
         local line
@@ -67,11 +78,11 @@ fresh_mount "/dev/$d" /mnt/t
 race "stable_writes=0 written by hand"
 check "6.11+: with stable_writes=0 the writer still gets no write errors" [ "$RACE_ERRORS" -eq 0 ]
 check "6.11+: with stable_writes=0 no guard/protection errors in the kernel log" [ "$KMSG_GUARD" -eq 0 ]
-echo 25 > /sys/bus/pseudo/drivers/scsi_debug/delay # jiffies before each command completes
+sdebug_delay 25
 stalls /mnt/t/stall 10
 check "6.11+: with stable_writes=0 every rewrite still waits for writeback (slow=$STALL_SLOW of 10)" \
         [ "$STALL_SLOW" -ge 9 ]
-echo 1 > /sys/bus/pseudo/drivers/scsi_debug/delay
+sdebug_delay 1
 umount /mnt/t
 say "6.11+: the hazard is not reproducible on this kernel: the T10 integrity profile keeps stable" \
         "writes in force whatever queue/stable_writes says"
