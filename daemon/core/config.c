@@ -9,6 +9,7 @@
 
 #include "classify.h"
 #include "config-reader.h"
+#include "identity.h"
 #include "util.h"
 
 static const char *const policy_mode_table[_POLICY_MODE_MAX] = {
@@ -455,6 +456,30 @@ static void parse_need(ParseState *s, const ConfigItem *item, const char *value,
                    item->key, value);
 }
 
+/* Force=: a boolean, and yes only in a section whose match names one disk itself
+ * (identity.h): a forced setting must never reach another disk. */
+static void parse_force(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+        const DeviceMatch *m = &s->config->rules[s->rule].match;
+        _cleanup_free_ char *why = NULL, *text = NULL;
+        int *p = data, before = *p;
+
+        parse_enum(s, item, value, data);
+        if (*p <= 0 || stable_id_names_disk(m, &why))
+                return;
+        *p = before;
+        text = device_match_to_string(m);
+        if (!why || !text) {
+                s->error = -ENOMEM;
+                return;
+        }
+        diag_error(s,
+                   "Force=%s in [Device %s]: %s; a forced setting must never reach another disk: bind it "
+                   "to an identity of the disk itself, exactly (ID_WWN=, ID_SERIAL=, DM_UUID=, MD_UUID=, "
+                   "LOOP_BACKING_FILE=), or set it at run time (stablepagesctl set DISK off --force "
+                   "--runtime); ignoring this line",
+                   value, text, why);
+}
+
 #define USEC_ITEM(k, field, lo, hi, d, u, uname)                                                            \
         { SECTION_MANAGER, k, parse_usec, offsetof(Config, field), lo, hi, d, u, uname }
 #define ENUM_ITEM(sect, k, type, field, d, enum_values)                                                     \
@@ -475,7 +500,8 @@ static const ConfigItem config_items[] = {
         { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount) },
         ENUM_ITEM(SECTION_DEVICE, "StableWrites", DeviceRule, stable_writes, _SETTING_INVALID,
                   setting_values),
-        ENUM_ITEM(SECTION_DEVICE, "Force", DeviceRule, force, -1, boolean_values),
+        { SECTION_DEVICE, "Force", parse_force, offsetof(DeviceRule, force), .def = -1,
+          .values = &boolean_values },
         { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
 

@@ -108,7 +108,8 @@ int config_parse_buffer(Config *c, const char *name, const char *data, size_t si
 
 /* The rules matching a disk (device-match.c). */
 
-/* The merged per-device settings: walks c->rules in order, later wins per key.
+/* The merged per-device settings: walks c->rules in order, later wins per key; Force=yes
+ * counts only from a rule that names the disk itself (identity.h: stable_id_match_disk()).
  * *ret_rule_* point at the rules that decided, for messages (NULL if none). */
 void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting, bool *ret_force,
                             const DeviceRule **ret_setting_rule, const DeviceRule **ret_force_rule);

@@ -99,8 +99,8 @@ static void check_all_keys(const Config *c) {
         check_strv(c->never_remount, (const char *[]){ "/srv", "/var/lib/db", "/", NULL });
         CHECK_INT(c->n_rules, 2);
         if (c->n_rules == 2) {
-                CHECK_INT(c->rules[0].match.kind, MATCH_NAME_GLOB);
-                CHECK_STR(c->rules[0].match.pattern, "zram*");
+                CHECK_INT(c->rules[0].match.kind, MATCH_PROPERTY);
+                CHECK_STR(c->rules[0].match.pattern, "WDC_WD10_WX11");
                 CHECK_INT(c->rules[0].stable_writes, SETTING_OFF);
                 CHECK_INT(c->rules[0].force, 1);
                 CHECK_INT(c->rules[0].line, 14);
@@ -192,7 +192,7 @@ static void check_device_rules(const Config *c) {
         CHECK_INT(c->rules[1].match.kind, MATCH_NAME_GLOB);
         CHECK_STR(c->rules[1].match.pattern, "loop[0-3]");
         CHECK_INT(c->rules[1].stable_writes, _SETTING_INVALID); /* bad value ignored */
-        CHECK_INT(c->rules[1].force, 1);
+        CHECK_INT(c->rules[1].force, -1);                       /* a kernel name: ignored */
         CHECK_INT(c->rules[1].line, 3);
         CHECK_INT(c->rules[2].match.kind, MATCH_DEVNUM);
         CHECK_INT(c->rules[2].line, 9);
@@ -206,12 +206,15 @@ static void check_device_rules(const Config *c) {
 }
 
 static void check_duplicate_devices(const Config *c) {
-        DeviceIdentity id = { .name = "loop7", .devnum = makedev(7, 7) };
+        DeviceIdentity id = { .name = "loop7",
+                              .devnum = makedev(7, 7),
+                              .loop_backing_file = "/srv/7.img",
+                              .kind = DEVICE_KIND_LOOP };
         const DeviceRule *setting_rule = NULL, *force_rule = NULL;
         Setting setting;
         bool force;
 
-        /* Three [Device loop7] sections in two files: each key from the last that sets it. */
+        /* Three sections for loop7 in two files: each key from the last that sets it. */
         CHECK_INT(c->n_rules, 3);
         config_device_settings(c, &id, &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_ON);
@@ -275,7 +278,7 @@ static const Case cases[] = {
                                "StallCalmSec=604800\n"
                                "StallMinWaits=3\n"
                                "MetricsFile=/run/stablepages/metrics.prom\n"
-                               "[Device zram*]\n"
+                               "[Device ID_SERIAL=WDC_WD10_WX11]\n"
                                "StableWrites=off\n"
                                "Force=yes\n"
                                "[Device 7:0]\n"
@@ -491,7 +494,8 @@ static const Case cases[] = {
             ERR("main", 8, "invalid RescanSec= value \"-9223372036854775808\"") },
           check_valid_lines_applied },
         { "duplicated [Device] sections",
-          { TEXT("main", "[Device loop7]\nForce=yes\nStableWrites=off\n[Device loop7]\nStableWrites=auto\n"),
+          { TEXT("main", "[Device LOOP_BACKING_FILE=/srv/7.img]\nForce=yes\nStableWrites=off\n"
+                         "[Device LOOP_BACKING_FILE=/srv/7.img]\nStableWrites=auto\n"),
             TEXT("10-a.conf", "[Device loop7]\nStableWrites=off\nStableWrites=on\n") },
           {},
           check_duplicate_devices },
@@ -552,6 +556,8 @@ static const Case cases[] = {
             TEXT("50-dev.conf", "\n[Device zram0]\nStableWrites=on\nStableWrites=\nForce=no\n") },
           { ERR("main", 4, "invalid StableWrites= value \"maybe\": expected on, off or auto"),
             ERR("main", 5, "invalid Force= value \"perhaps\": expected a boolean"),
+            ERR("main", 6,
+                "Force=true in [Device loop[0-3]]: a kernel name goes to whichever disk takes it"),
             ERR("main", 7,
                 "[Device /dev/sda]: invalid device match \"/dev/sda\": use the kernel "
                 "name (\"sda\"), not a path"),
@@ -798,13 +804,14 @@ static void test_match_test(void) {
 static void test_device_settings(void) {
         static const char text[] = "[Device sd*]\n" /* 1 */
                                    "StableWrites=off\n"
-                                   "[Device ID_FS_TYPE=ext4]\n" /* 3 */
+                                   "[Device ID_SERIAL=WDC_WD40EFRX_1234]\n" /* 3 */
                                    "StableWrites=on\n"
                                    "Force=yes\n"
                                    "[Device sda]\n" /* 6 */
                                    "Force=no\n"
-                                   "[Device 8:16]\n" /* 8 */
+                                   "[Device ID_WWN=0x5000c500a1b2c3e5]\n" /* 8 */
                                    "Force=yes\n";
+        static const char *const sdb_props[] = { "ID_WWN=0x5000c500a1b2c3e5", NULL };
         _cleanup_(config_diags_done) ConfigDiags diags = {};
         _cleanup_(config_done) Config c = {};
         const DeviceRule *setting_rule, *force_rule;
@@ -816,7 +823,7 @@ static void test_device_settings(void) {
         CHECK_INT(diags.n, 0);
         CHECK_INT(c.n_rules, 4);
 
-        /* sda: sd* says off, the ext4 partition says on + force, sda says force=no */
+        /* sda: sd* says off, its serial says on + force, sda says force=no */
         config_device_settings(&c, &(DeviceIdentity){ "sda", makedev(8, 0), (char *const *) sda_props },
                                &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_ON);
@@ -825,9 +832,9 @@ static void test_device_settings(void) {
         CHECK(force_rule && force_rule->line == 6);
         CHECK_STR(setting_rule ? setting_rule->file : NULL, "mem");
 
-        /* sdb: only sd* and 8:16 */
-        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, &force,
-                               &setting_rule, &force_rule);
+        /* sdb: only sd* and its WWN */
+        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), (char *const *) sdb_props },
+                               &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_OFF);
         CHECK(force);
         CHECK(setting_rule && setting_rule->line == 1);
@@ -845,6 +852,83 @@ static void test_device_settings(void) {
         config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, NULL, NULL,
                                NULL);
         CHECK_INT(setting, SETTING_OFF);
+}
+
+/* Force=yes binds to one disk itself, never to a slot, a name, a number, a pattern or what is on
+ * a disk: such a line is an error with its file:line and forces nothing. */
+static void test_force_bound_to_disk(void) {
+        static const char text[] = "[Device zram*]\n" /* 1 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n"
+                                   "[Device 252:0]\n" /* 4 */
+                                   "Force=yes\n"
+                                   "[Device ID_PATH=pci-0000:00:1f.2-ata-1]\n" /* 6 */
+                                   "Force=yes\n"
+                                   "[Device ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef]\n" /* 8 */
+                                   "Force=yes\n"
+                                   "[Device ID_SERIAL=WDC_*]\n" /* 10 */
+                                   "Force=1\n"
+                                   "[Device ID_SERIAL=WDC\\*1]\n" /* 12: exact, '*' escaped */
+                                   "Force=no\n"
+                                   "Force=yes\n"
+                                   "[Device DM_UUID=CRYPT-LUKS2-abc]\n" /* 15 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n";
+        static const char *const slot[] = { "ID_PATH=pci-0000:00:1f.2-ata-1",
+                                            "ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef",
+                                            "ID_SERIAL=WDC_other", NULL };
+        static const char *const star[] = { "ID_SERIAL=WDC*1", NULL };
+        static const char *const dm[] = { "DM_UUID=CRYPT-LUKS2-abc", NULL };
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        const DeviceRule *force_rule;
+        Setting setting;
+        bool force;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 5);
+        for (size_t i = 0; i < diags.n && i < 5; i++) {
+                static const unsigned lines[] = { 3, 5, 7, 9, 11 };
+                static const char *const why[] = {
+                        "a kernel name goes to whichever disk takes it",
+                        "a device number goes to whichever disk takes it",
+                        "ID_PATH names a slot, which another disk plugged there matches too",
+                        "ID_FS_UUID names no disk itself",
+                        "a pattern can match other disks",
+                };
+                CHECK_INT(diags.items[i].level, DIAG_ERROR);
+                CHECK_INT(diags.items[i].line, lines[i]);
+                CHECK_CONTAINS(diags.items[i].message, why[i]);
+                CHECK_CONTAINS(diags.items[i].message, "ignoring this line");
+        }
+        for (size_t i = 0; i < 5 && i < c.n_rules; i++)
+                CHECK_INT(c.rules[i].force, -1);
+
+        /* zram0 in the slot, with that filesystem and a serial the pattern matches: no force. */
+        config_device_settings(&c,
+                               &(DeviceIdentity){ "zram0", makedev(252, 0), (char *const *) slot,
+                                                  .kind = DEVICE_KIND_ZRAM },
+                               &setting, &force, NULL, &force_rule);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(!force);
+        CHECK(force_rule == NULL);
+        /* The escaped '*' is the disk's own serial. */
+        config_device_settings(&c, &(DeviceIdentity){ "sdc", makedev(8, 32), (char *const *) star },
+                               &setting, &force, NULL, &force_rule);
+        CHECK(force);
+        CHECK(force_rule && force_rule->line == 12);
+        /* DM_UUID names the dm device, not a disk below it that carries the same UUID. */
+        config_device_settings(
+                &c, &(DeviceIdentity){ "dm-0", makedev(253, 0), (char *const *) dm, .kind = DEVICE_KIND_DM },
+                &setting, &force, NULL, NULL);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(force);
+        config_device_settings(
+                &c, &(DeviceIdentity){ "sdd", makedev(8, 48), (char *const *) dm, .kind = DEVICE_KIND_SCSI },
+                &setting, &force, NULL, NULL);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(!force);
 }
 
 static void test_managed(void) {
@@ -1108,6 +1192,7 @@ int main(void) {
         test_match_parse();
         test_match_test();
         test_device_settings();
+        test_force_bound_to_disk();
         test_managed();
         test_strings();
         test_diags_print();
