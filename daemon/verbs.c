@@ -14,12 +14,13 @@
  * logs config problems. Returns 0, or -EIO when it cannot: a failure (exit 1) whatever the
  * cause, even an -EINVAL (a bad --kernel-release) or an -ENODEV (a disk gone while read). */
 static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
+        _cleanup_free_ char *note = NULL;
         int r = engine_init(e, o);
         if (r < 0) {
                 log_error_errno(r, "Cannot initialize: %m");
                 return -EIO;
         }
-        r = engine_load_config(e);
+        r = engine_load_config_in_force(e, &note);
         if (r < 0) {
                 log_error_errno(r, "Cannot load the configuration: %m");
                 return -EIO;
@@ -33,6 +34,8 @@ static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
                         log_full(d->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s: %s", d->file,
                                  d->message);
         }
+        if (note)
+                log_notice("%s.", note);
         r = engine_load_overrides(e);
         if (r < 0)
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m", e->runtime_dir);

@@ -33,12 +33,6 @@ apply_now() {
                 --log-target=console apply "$@" 2>&1
 }
 out='' rc=0
-run() {
-        local -n _out=$1
-        shift
-        rc=0
-        _out=$("$@" 2>&1) || rc=$?
-}
 dev_is() { sp_state_is ".devices[] | select(.name == \"$1\") | $2" "$3"; }
 no_dropin() {
         local f
@@ -75,16 +69,16 @@ sp_wait_for 2000 "$zram in the daemon's view" dev_is "$zram" .name "$zram" >/dev
 sp_flag_is "$zram" 1 || sp_fail "$zram does not read 1 at start: $(sp_flag "$zram")"
 
 # --- 1. a disk with only a slot: a persistent forced override is refused ------------------
-run out ctl set "$zram" off --force --apply
+sp_run out ctl set "$zram" off --force --apply
 { [ $rc -eq 1 ] && grep -q "^error: $zram: refusing a persistent forced override" <<<"$out" &&
         grep -qF "$slot names the slot, not the disk" <<<"$out" && grep -q -- "--runtime --force" <<<"$out"; } ||
         sp_fail "set $zram off --force (only a slot): rc=$rc: $out"
 sp_flag_is "$zram" 1 || sp_fail "$zram reads $(sp_flag "$zram") after the refused forced set"
 no_dropin "set --force on a slot"
 sp_log "slot only: set $zram off --force refused: $out"
-run out ctl set "$zram" off --force --bind=name --apply
+sp_run out ctl set "$zram" off --force --bind=name --apply
 { [ $rc -eq 2 ] && grep -q "never bound to the kernel name" <<<"$out"; } || sp_fail "set --force --bind=name: rc=$rc: $out"
-run out robust_call SetDevicePolicy string:"$zram" string:off uint64:$((2 | 4 | 8))
+sp_run out robust_call SetDevicePolicy string:"$zram" string:off uint64:$((2 | 4 | 8))
 { [ $rc -ne 0 ] && grep -q "^Error org.freedesktop.DBus.Error.InvalidArgs: $zram: a forced override is never bound to the kernel name" <<<"$out"; } ||
         sp_fail "SetDevicePolicy with force and bind-name: rc=$rc: $out"
 sp_flag_is "$zram" 1 || sp_fail "$zram reads $(sp_flag "$zram") after the refused --bind=name"
@@ -100,11 +94,11 @@ StableWrites=off
 Force=yes
 [Device zram*]
 Force=yes"
-run out "$SP_CTL" --config-dir="$SP_ETC" check-config
+sp_run out "$SP_CTL" --config-dir="$SP_ETC" check-config
 { [ $rc -eq 1 ] && grep -qF "$admin:4: error: Force=yes in [Device $slot]: ID_PATH names a slot" <<<"$out" &&
         grep -qF "$admin:6: error: Force=yes in [Device zram*]: a kernel name goes to whichever disk takes it" <<<"$out"; } ||
         sp_fail "check-config with Force=yes on a slot and a name: rc=$rc: $out"
-run out apply_now "$zram"
+sp_run out apply_now "$zram"
 { [ $rc -eq 1 ] && grep -qF "$admin:4:" <<<"$out" && grep -qF "$admin:6:" <<<"$out" &&
         grep -q "refusing to turn off stable writes on $zram: need is required" <<<"$out"; } ||
         sp_fail "the applier with Force=yes on a slot: rc=$rc: $out"
@@ -122,9 +116,9 @@ sp_log "hand-written Force=yes on a slot and a name: reported at $admin:4 and :6
 # (The reload rescans the disks: the daemon reads the serial.)
 rm -f "$admin"
 udev_entry "$slot" "ID_SERIAL=SP_TEST_ZRAM_A_$$"
-run out ctl reload
+sp_run out ctl reload
 [ $rc -eq 0 ] || sp_fail "reload without the admin's drop-in: rc=$rc: $out"
-run out ctl set "$zram" off --force --apply
+sp_run out ctl set "$zram" off --force --apply
 dropA="$DROPINS/90-stablepagesctl-serial-SP_TEST_ZRAM_A_$$.conf"
 { [ $rc -eq 0 ] && sp_flag_is "$zram" 0; } || sp_fail "set $zram off --force (its serial): rc=$rc flag=$(sp_flag "$zram"): $out"
 { grep -qx "\\[Device ID_SERIAL=SP_TEST_ZRAM_A_$$\\]" "$dropA" && grep -qx "Force=yes" "$dropA"; } ||
@@ -143,10 +137,10 @@ while :; do
 done
 for n in "${extra[@]}"; do echo "$n" >/sys/class/zram-control/hot_remove && unset "ZRAMS[$n]"; done
 udev_entry "$slot" "ID_SERIAL=SP_TEST_ZRAM_B_$$"
-run out apply_now "$zram"
+sp_run out apply_now "$zram"
 { [ $rc -eq 0 ] && sp_flag_is "$zram" 1; } || sp_fail "the applier on another disk in the slot: rc=$rc flag=$(sp_flag "$zram"): $out"
 sp_wait_for 2000 "the daemon's view of the new $zram" dev_is "$zram" .diskseq "$(cat "/sys/block/$zram/diskseq")" >/dev/null
-run out ctl apply "$zram"
+sp_run out ctl apply "$zram"
 sp_flag_is "$zram" 1 || sp_fail "the daemon turned the other disk in the slot off: $out"
 dev_is "$zram" '[.desired, .stable_writes] | map(tostring) | join(" ")' "on 1" ||
         sp_fail "the daemon's view of the other disk: $(sp_state ".devices[] | select(.name == \"$zram\")")"

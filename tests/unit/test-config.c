@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "config-in-force.h"
 #include "config.h"
 #include "fake-sysfs.h"
 #include "tests.h"
@@ -1185,6 +1186,160 @@ static void test_unusable_dropin_dir(void) {
         tree_free(dir);
 }
 
+/* config_format(): every key, each [Device] section after where it was read; reads back without a
+ * diagnostic into the same settings. */
+static void test_format(void) {
+        static const char text[] = "[Manager]\n"
+                                   "Policy=latency\n"
+                                   "Devices=sd* nvme0n1\n"
+                                   "NeverRemount=/srv//data/ /home\n"
+                                   "MetricsFile=/run/m.prom\n"
+                                   "StallBudgetMSec=250\n"
+                                   "[Device ID_SERIAL=WDC\\*1]\n" /* 7 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n"
+                                   "[Device 7:0]\n" /* 10 */
+                                   "Need=required\n"
+                                   "[Device zram*]\n"; /* 12 */
+        static const char expected[] = "[Manager]\n"
+                                       "Policy=latency\n"
+                                       "Devices=sd*\n"
+                                       "Devices=nvme0n1\n"
+                                       "ApplyMounted=next-mount\n"
+                                       "RescanSec=60\n"
+                                       "StallBudgetMSec=250\n"
+                                       "StallWindowSec=300\n"
+                                       "StallCalmSec=1800\n"
+                                       "StallMinWaits=10\n"
+                                       "MetricsFile=/run/m.prom\n"
+                                       "MetricsIntervalSec=15\n"
+                                       "NeverRemount=/srv/data\n"
+                                       "NeverRemount=/home\n"
+                                       "\n# mem:7\n[Device ID_SERIAL=WDC\\*1]\nStableWrites=off\nForce=yes\n"
+                                       "\n# mem:10\n[Device 7:0]\nNeed=required\n"
+                                       "\n# mem:12\n[Device zram*]\n";
+        _cleanup_(config_diags_done) ConfigDiags diags = {}, diags2 = {};
+        _cleanup_(config_done) Config c = {}, c2 = {};
+        _cleanup_free_ char *f = NULL, *f2 = NULL;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 0);
+        f = config_format(&c);
+        CHECK_STR(f, expected);
+        CHECK_INT(config_init_defaults(&c2), 0);
+        CHECK_INT(config_parse_buffer(&c2, "mem", f, strlen(f ?: ""), &diags2), 0);
+        CHECK_INT(diags2.n, 0);
+        f2 = config_format(&c2);
+        CHECK_CONTAINS(f2, "[Manager]\nPolicy=latency\nDevices=sd*\nDevices=nvme0n1\n");
+        CHECK_CONTAINS(f2, "# mem:17\n[Device ID_SERIAL=WDC\\*1]\nStableWrites=off\nForce=yes\n");
+
+        /* A Devices= none of whose entries could be used manages no disk: so does ".". */
+        config_done(&c2);
+        config_diags_done(&diags2);
+        CHECK_INT(config_init_defaults(&c2), 0);
+        CHECK_INT(config_parse_buffer(&c2, "mem", "[Manager]\nDevices=/dev/sda\n", 28, &diags2), 0);
+        free(f2);
+        f2 = config_format(&c2);
+        CHECK_CONTAINS(f2, "\nDevices=.\n");
+        CHECK(!config_device_is_managed(&c2, "sda"));
+}
+
+/* The lock, held by a child that stands for the daemon until the pipe closes. */
+static pid_t hold_lock(const char *runtime, int *ret_release) {
+        int ready[2], release[2];
+        char b;
+        pid_t pid;
+
+        CHECK(pipe(ready) == 0 && pipe(release) == 0);
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+                int fd = config_in_force_lock(runtime, NULL);
+                close(ready[0]);
+                close(release[1]);
+                if (fd < 0 || write(ready[1], "1", 1) != 1)
+                        _exit(1);
+                (void) read(release[0], &b, 1);
+                _exit(0);
+        }
+        close(ready[1]);
+        close(release[0]);
+        CHECK(read(ready[0], &b, 1) == 1);
+        close(ready[0]);
+        *ret_release = release[1];
+        return pid;
+}
+
+/* config_load_in_force(): the files, unless they have errors while a daemon holds the lock. */
+static void test_in_force(void) {
+        _cleanup_free_ char *runtime = NULL, *main_file = NULL, *dropins = NULL, *copy = NULL;
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {}, daemons = {};
+        _cleanup_free_ char *note = NULL;
+        char *dir = tree_new();
+        int release = -1;
+        pid_t pid;
+
+        runtime = path_join(dir, "run");
+        main_file = path_join(dir, "stablepages.conf");
+        dropins = path_join(dir, "conf.d");
+        copy = path_join(runtime, CONFIG_IN_FORCE_FILE);
+        CHECK(mkdir(runtime, 0755) == 0);
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nApplyMounted=sometimes\n");
+
+        /* No daemon: the files without their bad line, as the daemon reads them at start. */
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        CHECK_INT(config_diags_errors(&diags), 1);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* A daemon holds the lock and keeps "integrity" in force. */
+        pid = hold_lock(runtime, &release);
+        CHECK_INT(config_init_defaults(&daemons), 0);
+        daemons.policy = POLICY_INTEGRITY;
+        CHECK_INT(config_in_force_save(runtime, &daemons), 0);
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_INTEGRITY);
+        CHECK_INT(config_diags_errors(&diags), 1); /* the files' errors are still reported */
+        _cleanup_free_ char *want = strdup_printf("keeps in force, as it does (%s)", copy);
+        CHECK_CONTAINS(note, want);
+        _cleanup_free_ char *who = strdup_printf("stablepagesd (pid %d)", (int) pid);
+        CHECK_CONTAINS(note, who);
+        config_done(&c);
+        config_diags_done(&diags);
+        note = mfree(note);
+
+        /* Files without errors: the files, whatever the daemon has. */
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\n");
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* A copy that does not read cleanly is not used, and the note says why. */
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nApplyMounted=sometimes\n");
+        tree_put(dir, "run/" CONFIG_IN_FORCE_FILE, "[Manager]\nPolicy=integrity\nRescanSec=x\n");
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), -EIO);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK_CONTAINS(note, "cannot be read from");
+        config_done(&c);
+        config_diags_done(&diags);
+        note = mfree(note);
+
+        /* The daemon gone: its lock with it, so its copy is no longer used. */
+        CHECK_INT(config_in_force_save(runtime, &daemons), 0);
+        close(release);
+        CHECK(waitpid(pid, NULL, 0) == pid);
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        tree_free(dir);
+}
+
 int main(void) {
         make_long_lines();
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
@@ -1199,5 +1354,7 @@ int main(void) {
         test_buffer();
         test_shipped_config();
         test_unusable_dropin_dir();
+        test_format();
+        test_in_force();
         return tests_finish();
 }
