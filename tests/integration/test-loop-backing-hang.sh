@@ -63,6 +63,7 @@ Devices=$loop
 RescanSec=0"
 
 # What udev-facts records while the server answers (checked in 2).
+record=''
 timed record "${SPD[@]}" udev-facts "$loop"
 record_rc=$rc record_ms=$ms
 

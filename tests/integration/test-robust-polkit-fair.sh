@@ -21,7 +21,7 @@ robust_setup --bus-polkit "$@"
 sp_require setpriv
 [ -x "${SP_BUS_LOAD:-}" ] || sp_skip "no bus-load client (\$SP_BUS_LOAD, built by meson)"
 FLOODERS=(daemon bin sys games)
-FIFTH=man
+FIFTH="man"
 for u in "${FLOODERS[@]}" "$FIFTH"; do
         getent passwd "$u" >/dev/null || sp_skip "no user $u (Debian's base-passwd has it)"
 done
