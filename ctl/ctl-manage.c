@@ -46,6 +46,13 @@ int verb_set(int argc, char **argv) {
                         "set %s: --bind=name is for persistent overrides; a runtime override is "
                         "bound to the disk itself (its diskseq), never to its name.",
                         argv[0]);
+        if (arg_bind_name && arg_force)
+                return log_error_errno(
+                        SYNTHETIC_ERRNO(EINVAL),
+                        "set %s: --force with --bind=name: a forced override is never bound to the kernel "
+                        "name, which goes to whichever disk takes it; without --bind=name it is bound to "
+                        "the disk's own identity, with --runtime to this disk's diskseq.",
+                        argv[0]);
         flags |= arg_bind_name ? SET_FLAG_BIND_NAME : 0;
         int r = ctl_daemon_bus("set", &bus);
         if (r < 0)

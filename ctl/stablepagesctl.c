@@ -61,6 +61,7 @@ static void help(void) {
                "                            (bound to its diskseq, kept in /run)\n"
                "     --bind=id|name         set: bind a persistent override to the disk's\n"
                "                            stable ID (default) or to its kernel name\n"
+               "                            (never with --force)\n"
                "     --force                set: allow off on a device that needs stable writes\n"
                "     --apply                set: apply the new decision now\n"
                "     --remount              apply: cycle idle mounted filesystems\n"

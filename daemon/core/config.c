@@ -5,10 +5,12 @@
  * device-match.c matches [Device] sections to disks. */
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <strings.h>
 
 #include "classify.h"
 #include "config-reader.h"
+#include "identity.h"
 #include "util.h"
 
 static const char *const policy_mode_table[_POLICY_MODE_MAX] = {
@@ -455,6 +457,30 @@ static void parse_need(ParseState *s, const ConfigItem *item, const char *value,
                    item->key, value);
 }
 
+/* Force=: a boolean, and yes only in a section whose match names one disk itself
+ * (identity.h): a forced setting must never reach another disk. */
+static void parse_force(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+        const DeviceMatch *m = &s->config->rules[s->rule].match;
+        _cleanup_free_ char *why = NULL, *text = NULL;
+        int *p = data, before = *p;
+
+        parse_enum(s, item, value, data);
+        if (*p <= 0 || stable_id_names_disk(m, &why))
+                return;
+        *p = before;
+        text = device_match_to_string(m);
+        if (!why || !text) {
+                s->error = -ENOMEM;
+                return;
+        }
+        diag_error(s,
+                   "Force=%s in [Device %s]: %s; a forced setting must never reach another disk: bind it "
+                   "to an identity of the disk itself, exactly (ID_WWN=, ID_SERIAL=, DM_UUID=, MD_UUID=, "
+                   "LOOP_BACKING_FILE=), or set it at run time (stablepagesctl set DISK off --force "
+                   "--runtime); ignoring this line",
+                   value, text, why);
+}
+
 #define USEC_ITEM(k, field, lo, hi, d, u, uname)                                                            \
         { SECTION_MANAGER, k, parse_usec, offsetof(Config, field), lo, hi, d, u, uname }
 #define ENUM_ITEM(sect, k, type, field, d, enum_values)                                                     \
@@ -475,9 +501,75 @@ static const ConfigItem config_items[] = {
         { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount) },
         ENUM_ITEM(SECTION_DEVICE, "StableWrites", DeviceRule, stable_writes, _SETTING_INVALID,
                   setting_values),
-        ENUM_ITEM(SECTION_DEVICE, "Force", DeviceRule, force, -1, boolean_values),
+        { SECTION_DEVICE, "Force", parse_force, offsetof(DeviceRule, force), .def = -1,
+          .values = &boolean_values },
         { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
+
+/* The name of value among e's names, or NULL. */
+static const char *enum_name(const ConfigEnum *e, int value) {
+        for (size_t i = 0; i < e->n_names; i++)
+                if (e->from_string(e->names[i]) == value)
+                        return e->names[i];
+        return NULL;
+}
+
+/* Writes item's value at base as "Key=value" lines to f: nothing when unset; one line per entry
+ * of a list (each assignment appends). */
+static void format_item(FILE *f, const ConfigItem *item, const void *base) {
+        const void *data = (const uint8_t *) base + item->offset;
+
+        if (item->parse == parse_enum || item->parse == parse_force) {
+                const char *name = enum_name(item->values, *(const int *) data);
+                if (name)
+                        fprintf(f, "%s=%s\n", item->key, name);
+        } else if (item->parse == parse_usec)
+                fprintf(f, "%s=%" PRIu64 "\n", item->key, *(const uint64_t *) data / item->unit);
+        else if (item->parse == parse_glob_list || item->parse == parse_path_list) {
+                char *const *l = *(char **const *) data;
+                if (l && !l[0] && item->parse == parse_glob_list)
+                        /* No disk at all (an assignment none of whose entries could be used):
+                         * "." is a valid glob that no kernel name matches. */
+                        fprintf(f, "%s=.\n", item->key);
+                STRV_FOREACH (e, l)
+                        fprintf(f, "%s=%s\n", item->key, *e);
+        } else if (item->parse == parse_file_path)
+                fprintf(f, "%s=%s\n", item->key, *(char *const *) data ?: "");
+        else if (item->parse == parse_need && *(const int *) data >= 0)
+                fprintf(f, "%s=%s\n", item->key, need_to_string(*(const int *) data));
+}
+
+char *config_format(const Config *c) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                return NULL;
+        fputs("[Manager]\n", f);
+        for (size_t i = 0; i < ELEMENTSOF(config_items); i++)
+                if (config_items[i].section == SECTION_MANAGER)
+                        format_item(f, &config_items[i], c);
+        for (size_t r = 0; r < c->n_rules; r++) {
+                _cleanup_free_ char *match = device_match_to_string(&c->rules[r].match);
+                const char *file = c->rules[r].file ?: "?";
+                size_t n = strlen(file);
+
+                /* A comment that reads back as one: printable ASCII, short enough for a line. */
+                fputs("\n# ", f);
+                if (n > 150)
+                        fputs("...", f);
+                for (const char *p = n > 150 ? file + n - 150 : file; *p; p++)
+                        fputc(*p >= 0x20 && *p < 0x7f ? *p : '?', f);
+                fprintf(f, ":%u\n[Device %s]\n", c->rules[r].line, match ?: "");
+                for (size_t i = 0; i < ELEMENTSOF(config_items); i++)
+                        if (config_items[i].section == SECTION_DEVICE)
+                                format_item(f, &config_items[i], &c->rules[r]);
+        }
+        if (fclose(f) != 0)
+                return NULL;
+        return TAKE_PTR(text);
+}
 
 void config_handle_unreadable_item(ParseState *s, const char *name) {
         if (s->error < 0 || s->section != SECTION_MANAGER)

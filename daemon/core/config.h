@@ -106,9 +106,17 @@ int config_load(const char *config_file, const char *dropin_dir, Config *ret, Co
 int config_parse_file(Config *c, const char *path, ConfigDiags *diags);
 int config_parse_buffer(Config *c, const char *name, const char *data, size_t size, ConfigDiags *diags);
 
+/* c as configuration text that config_parse_buffer() reads back into the same settings,
+ * without diagnostics: [Manager] with every key (one line per entry of a list), then each
+ * [Device] section in order, after a comment "# FILE:LINE" naming where it was read. A
+ * Devices= list that manages no disk is written "Devices=." (a glob no kernel name matches).
+ * New string, NULL on ENOMEM. */
+char *config_format(const Config *c);
+
 /* The rules matching a disk (device-match.c). */
 
-/* The merged per-device settings: walks c->rules in order, later wins per key.
+/* The merged per-device settings: walks c->rules in order, later wins per key; Force=yes
+ * counts only from a rule that names the disk itself (identity.h: stable_id_match_disk()).
  * *ret_rule_* point at the rules that decided, for messages (NULL if none). */
 void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting, bool *ret_force,
                             const DeviceRule **ret_setting_rule, const DeviceRule **ret_force_rule);

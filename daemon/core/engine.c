@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "config-build.h"
+#include "config-in-force.h"
 #include "engine.h"
 #include "flag.h"
 #include "history.h"
@@ -109,18 +110,32 @@ void engine_done(Engine *e) {
         *e = (Engine){};
 }
 
-int engine_load_config(Engine *e) {
-        Config c = {};
-        ConfigDiags d = {};
-        int r = config_load(e->config_file, e->dropin_dir, &c, &d);
+/* Takes the result r of a load (c and d) as e's configuration and diagnostics. Returns 0 or
+ * r < 0 (c and d then freed). */
+static int engine_take_config(Engine *e, int r, Config *c, ConfigDiags *d) {
         if (r < 0) {
-                config_diags_done(&d);
+                config_done(c);
+                config_diags_done(d);
                 return r;
         }
         config_diags_done(&e->diags);
-        e->diags = d;
-        engine_set_config(e, &c);
+        e->diags = *d;
+        *d = (ConfigDiags){};
+        engine_set_config(e, c);
         return 0;
+}
+
+int engine_load_config(Engine *e) {
+        Config c = {};
+        ConfigDiags d = {};
+        return engine_take_config(e, config_load(e->config_file, e->dropin_dir, &c, &d), &c, &d);
+}
+
+int engine_load_config_in_force(Engine *e, char **ret_note) {
+        Config c = {};
+        ConfigDiags d = {};
+        int r = config_load_in_force(e->config_file, e->dropin_dir, e->runtime_dir, &c, &d, ret_note);
+        return engine_take_config(e, r == -ENOMEM ? r : 0, &c, &d);
 }
 
 void engine_set_config(Engine *e, Config *c) {

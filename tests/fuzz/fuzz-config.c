@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The configuration parser: the input is one configuration file. Every rule it yields
- * formats back to a match that parses to the same rule, and the result is used the way
- * the engine uses it. */
+ * formats back to a match that parses to the same rule, the whole formats back to a
+ * configuration that reads without a diagnostic into the same settings, and the result is
+ * used the way the engine uses it. */
 
 #include <sys/sysmacros.h>
 
@@ -64,6 +65,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 again = device_match_to_string(&m);
                 FUZZ_ASSERT(again && streq(again, text));
                 device_match_done(&m);
+        }
+
+        /* The configuration in force as the daemon writes it (config_format()) reads back
+         * without a diagnostic into the same settings: it formats to the same text. */
+        _cleanup_free_ char *formatted = config_format(&c), *reformatted = NULL;
+        _cleanup_(config_diags_done) ConfigDiags diags2 = {};
+        _cleanup_(config_done) Config c2 = {};
+        FUZZ_ASSERT(formatted);
+        FUZZ_ASSERT(config_init_defaults(&c2) == 0);
+        FUZZ_ASSERT(config_parse_buffer(&c2, "fuzz.conf", formatted, strlen(formatted), &diags2) == 0);
+        FUZZ_ASSERT(diags2.n == 0);
+        FUZZ_ASSERT(c2.n_rules == c.n_rules);
+        reformatted = config_format(&c2);
+        FUZZ_ASSERT(reformatted);
+        /* Only the "# FILE:LINE" comments differ: each names where the section was read. */
+        for (const char *a = formatted, *b = reformatted; a && b;) {
+                const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+                FUZZ_ASSERT(!ea == !eb);
+                if (!ea)
+                        break;
+                FUZZ_ASSERT((a[0] == '#' && b[0] == '#') || (ea - a == eb - b && memcmp(a, b, ea - a) == 0));
+                a = ea + 1;
+                b = eb + 1;
         }
 
         for (size_t i = 0; i < ELEMENTSOF(ids); i++) {

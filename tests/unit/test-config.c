@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "config-in-force.h"
 #include "config.h"
 #include "fake-sysfs.h"
 #include "tests.h"
@@ -99,8 +100,8 @@ static void check_all_keys(const Config *c) {
         check_strv(c->never_remount, (const char *[]){ "/srv", "/var/lib/db", "/", NULL });
         CHECK_INT(c->n_rules, 2);
         if (c->n_rules == 2) {
-                CHECK_INT(c->rules[0].match.kind, MATCH_NAME_GLOB);
-                CHECK_STR(c->rules[0].match.pattern, "zram*");
+                CHECK_INT(c->rules[0].match.kind, MATCH_PROPERTY);
+                CHECK_STR(c->rules[0].match.pattern, "WDC_WD10_WX11");
                 CHECK_INT(c->rules[0].stable_writes, SETTING_OFF);
                 CHECK_INT(c->rules[0].force, 1);
                 CHECK_INT(c->rules[0].line, 14);
@@ -192,7 +193,7 @@ static void check_device_rules(const Config *c) {
         CHECK_INT(c->rules[1].match.kind, MATCH_NAME_GLOB);
         CHECK_STR(c->rules[1].match.pattern, "loop[0-3]");
         CHECK_INT(c->rules[1].stable_writes, _SETTING_INVALID); /* bad value ignored */
-        CHECK_INT(c->rules[1].force, 1);
+        CHECK_INT(c->rules[1].force, -1);                       /* a kernel name: ignored */
         CHECK_INT(c->rules[1].line, 3);
         CHECK_INT(c->rules[2].match.kind, MATCH_DEVNUM);
         CHECK_INT(c->rules[2].line, 9);
@@ -206,12 +207,15 @@ static void check_device_rules(const Config *c) {
 }
 
 static void check_duplicate_devices(const Config *c) {
-        DeviceIdentity id = { .name = "loop7", .devnum = makedev(7, 7) };
+        DeviceIdentity id = { .name = "loop7",
+                              .devnum = makedev(7, 7),
+                              .loop_backing_file = "/srv/7.img",
+                              .kind = DEVICE_KIND_LOOP };
         const DeviceRule *setting_rule = NULL, *force_rule = NULL;
         Setting setting;
         bool force;
 
-        /* Three [Device loop7] sections in two files: each key from the last that sets it. */
+        /* Three sections for loop7 in two files: each key from the last that sets it. */
         CHECK_INT(c->n_rules, 3);
         config_device_settings(c, &id, &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_ON);
@@ -275,7 +279,7 @@ static const Case cases[] = {
                                "StallCalmSec=604800\n"
                                "StallMinWaits=3\n"
                                "MetricsFile=/run/stablepages/metrics.prom\n"
-                               "[Device zram*]\n"
+                               "[Device ID_SERIAL=WDC_WD10_WX11]\n"
                                "StableWrites=off\n"
                                "Force=yes\n"
                                "[Device 7:0]\n"
@@ -491,7 +495,8 @@ static const Case cases[] = {
             ERR("main", 8, "invalid RescanSec= value \"-9223372036854775808\"") },
           check_valid_lines_applied },
         { "duplicated [Device] sections",
-          { TEXT("main", "[Device loop7]\nForce=yes\nStableWrites=off\n[Device loop7]\nStableWrites=auto\n"),
+          { TEXT("main", "[Device LOOP_BACKING_FILE=/srv/7.img]\nForce=yes\nStableWrites=off\n"
+                         "[Device LOOP_BACKING_FILE=/srv/7.img]\nStableWrites=auto\n"),
             TEXT("10-a.conf", "[Device loop7]\nStableWrites=off\nStableWrites=on\n") },
           {},
           check_duplicate_devices },
@@ -552,6 +557,8 @@ static const Case cases[] = {
             TEXT("50-dev.conf", "\n[Device zram0]\nStableWrites=on\nStableWrites=\nForce=no\n") },
           { ERR("main", 4, "invalid StableWrites= value \"maybe\": expected on, off or auto"),
             ERR("main", 5, "invalid Force= value \"perhaps\": expected a boolean"),
+            ERR("main", 6,
+                "Force=true in [Device loop[0-3]]: a kernel name goes to whichever disk takes it"),
             ERR("main", 7,
                 "[Device /dev/sda]: invalid device match \"/dev/sda\": use the kernel "
                 "name (\"sda\"), not a path"),
@@ -798,13 +805,14 @@ static void test_match_test(void) {
 static void test_device_settings(void) {
         static const char text[] = "[Device sd*]\n" /* 1 */
                                    "StableWrites=off\n"
-                                   "[Device ID_FS_TYPE=ext4]\n" /* 3 */
+                                   "[Device ID_SERIAL=WDC_WD40EFRX_1234]\n" /* 3 */
                                    "StableWrites=on\n"
                                    "Force=yes\n"
                                    "[Device sda]\n" /* 6 */
                                    "Force=no\n"
-                                   "[Device 8:16]\n" /* 8 */
+                                   "[Device ID_WWN=0x5000c500a1b2c3e5]\n" /* 8 */
                                    "Force=yes\n";
+        static const char *const sdb_props[] = { "ID_WWN=0x5000c500a1b2c3e5", NULL };
         _cleanup_(config_diags_done) ConfigDiags diags = {};
         _cleanup_(config_done) Config c = {};
         const DeviceRule *setting_rule, *force_rule;
@@ -816,7 +824,7 @@ static void test_device_settings(void) {
         CHECK_INT(diags.n, 0);
         CHECK_INT(c.n_rules, 4);
 
-        /* sda: sd* says off, the ext4 partition says on + force, sda says force=no */
+        /* sda: sd* says off, its serial says on + force, sda says force=no */
         config_device_settings(&c, &(DeviceIdentity){ "sda", makedev(8, 0), (char *const *) sda_props },
                                &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_ON);
@@ -825,9 +833,9 @@ static void test_device_settings(void) {
         CHECK(force_rule && force_rule->line == 6);
         CHECK_STR(setting_rule ? setting_rule->file : NULL, "mem");
 
-        /* sdb: only sd* and 8:16 */
-        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, &force,
-                               &setting_rule, &force_rule);
+        /* sdb: only sd* and its WWN */
+        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), (char *const *) sdb_props },
+                               &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_OFF);
         CHECK(force);
         CHECK(setting_rule && setting_rule->line == 1);
@@ -845,6 +853,83 @@ static void test_device_settings(void) {
         config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, NULL, NULL,
                                NULL);
         CHECK_INT(setting, SETTING_OFF);
+}
+
+/* Force=yes binds to one disk itself, never to a slot, a name, a number, a pattern or what is on
+ * a disk: such a line is an error with its file:line and forces nothing. */
+static void test_force_bound_to_disk(void) {
+        static const char text[] = "[Device zram*]\n" /* 1 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n"
+                                   "[Device 252:0]\n" /* 4 */
+                                   "Force=yes\n"
+                                   "[Device ID_PATH=pci-0000:00:1f.2-ata-1]\n" /* 6 */
+                                   "Force=yes\n"
+                                   "[Device ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef]\n" /* 8 */
+                                   "Force=yes\n"
+                                   "[Device ID_SERIAL=WDC_*]\n" /* 10 */
+                                   "Force=1\n"
+                                   "[Device ID_SERIAL=WDC\\*1]\n" /* 12: exact, '*' escaped */
+                                   "Force=no\n"
+                                   "Force=yes\n"
+                                   "[Device DM_UUID=CRYPT-LUKS2-abc]\n" /* 15 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n";
+        static const char *const slot[] = { "ID_PATH=pci-0000:00:1f.2-ata-1",
+                                            "ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef",
+                                            "ID_SERIAL=WDC_other", NULL };
+        static const char *const star[] = { "ID_SERIAL=WDC*1", NULL };
+        static const char *const dm[] = { "DM_UUID=CRYPT-LUKS2-abc", NULL };
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        const DeviceRule *force_rule;
+        Setting setting;
+        bool force;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 5);
+        for (size_t i = 0; i < diags.n && i < 5; i++) {
+                static const unsigned lines[] = { 3, 5, 7, 9, 11 };
+                static const char *const why[] = {
+                        "a kernel name goes to whichever disk takes it",
+                        "a device number goes to whichever disk takes it",
+                        "ID_PATH names a slot, which another disk plugged there matches too",
+                        "ID_FS_UUID names no disk itself",
+                        "a pattern can match other disks",
+                };
+                CHECK_INT(diags.items[i].level, DIAG_ERROR);
+                CHECK_INT(diags.items[i].line, lines[i]);
+                CHECK_CONTAINS(diags.items[i].message, why[i]);
+                CHECK_CONTAINS(diags.items[i].message, "ignoring this line");
+        }
+        for (size_t i = 0; i < 5 && i < c.n_rules; i++)
+                CHECK_INT(c.rules[i].force, -1);
+
+        /* zram0 in the slot, with that filesystem and a serial the pattern matches: no force. */
+        config_device_settings(&c,
+                               &(DeviceIdentity){ "zram0", makedev(252, 0), (char *const *) slot,
+                                                  .kind = DEVICE_KIND_ZRAM },
+                               &setting, &force, NULL, &force_rule);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(!force);
+        CHECK(force_rule == NULL);
+        /* The escaped '*' is the disk's own serial. */
+        config_device_settings(&c, &(DeviceIdentity){ "sdc", makedev(8, 32), (char *const *) star },
+                               &setting, &force, NULL, &force_rule);
+        CHECK(force);
+        CHECK(force_rule && force_rule->line == 12);
+        /* DM_UUID names the dm device, not a disk below it that carries the same UUID. */
+        config_device_settings(
+                &c, &(DeviceIdentity){ "dm-0", makedev(253, 0), (char *const *) dm, .kind = DEVICE_KIND_DM },
+                &setting, &force, NULL, NULL);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(force);
+        config_device_settings(
+                &c, &(DeviceIdentity){ "sdd", makedev(8, 48), (char *const *) dm, .kind = DEVICE_KIND_SCSI },
+                &setting, &force, NULL, NULL);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(!force);
 }
 
 static void test_managed(void) {
@@ -1101,6 +1186,160 @@ static void test_unusable_dropin_dir(void) {
         tree_free(dir);
 }
 
+/* config_format(): every key, each [Device] section after where it was read; reads back without a
+ * diagnostic into the same settings. */
+static void test_format(void) {
+        static const char text[] = "[Manager]\n"
+                                   "Policy=latency\n"
+                                   "Devices=sd* nvme0n1\n"
+                                   "NeverRemount=/srv//data/ /home\n"
+                                   "MetricsFile=/run/m.prom\n"
+                                   "StallBudgetMSec=250\n"
+                                   "[Device ID_SERIAL=WDC\\*1]\n" /* 7 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n"
+                                   "[Device 7:0]\n" /* 10 */
+                                   "Need=required\n"
+                                   "[Device zram*]\n"; /* 12 */
+        static const char expected[] = "[Manager]\n"
+                                       "Policy=latency\n"
+                                       "Devices=sd*\n"
+                                       "Devices=nvme0n1\n"
+                                       "ApplyMounted=next-mount\n"
+                                       "RescanSec=60\n"
+                                       "StallBudgetMSec=250\n"
+                                       "StallWindowSec=300\n"
+                                       "StallCalmSec=1800\n"
+                                       "StallMinWaits=10\n"
+                                       "MetricsFile=/run/m.prom\n"
+                                       "MetricsIntervalSec=15\n"
+                                       "NeverRemount=/srv/data\n"
+                                       "NeverRemount=/home\n"
+                                       "\n# mem:7\n[Device ID_SERIAL=WDC\\*1]\nStableWrites=off\nForce=yes\n"
+                                       "\n# mem:10\n[Device 7:0]\nNeed=required\n"
+                                       "\n# mem:12\n[Device zram*]\n";
+        _cleanup_(config_diags_done) ConfigDiags diags = {}, diags2 = {};
+        _cleanup_(config_done) Config c = {}, c2 = {};
+        _cleanup_free_ char *f = NULL, *f2 = NULL;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 0);
+        f = config_format(&c);
+        CHECK_STR(f, expected);
+        CHECK_INT(config_init_defaults(&c2), 0);
+        CHECK_INT(config_parse_buffer(&c2, "mem", f, strlen(f ?: ""), &diags2), 0);
+        CHECK_INT(diags2.n, 0);
+        f2 = config_format(&c2);
+        CHECK_CONTAINS(f2, "[Manager]\nPolicy=latency\nDevices=sd*\nDevices=nvme0n1\n");
+        CHECK_CONTAINS(f2, "# mem:17\n[Device ID_SERIAL=WDC\\*1]\nStableWrites=off\nForce=yes\n");
+
+        /* A Devices= none of whose entries could be used manages no disk: so does ".". */
+        config_done(&c2);
+        config_diags_done(&diags2);
+        CHECK_INT(config_init_defaults(&c2), 0);
+        CHECK_INT(config_parse_buffer(&c2, "mem", "[Manager]\nDevices=/dev/sda\n", 28, &diags2), 0);
+        free(f2);
+        f2 = config_format(&c2);
+        CHECK_CONTAINS(f2, "\nDevices=.\n");
+        CHECK(!config_device_is_managed(&c2, "sda"));
+}
+
+/* The lock, held by a child that stands for the daemon until the pipe closes. */
+static pid_t hold_lock(const char *runtime, int *ret_release) {
+        int ready[2], release[2];
+        char b;
+        pid_t pid;
+
+        CHECK(pipe(ready) == 0 && pipe(release) == 0);
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+                int fd = config_in_force_lock(runtime, NULL);
+                close(ready[0]);
+                close(release[1]);
+                if (fd < 0 || write(ready[1], "1", 1) != 1)
+                        _exit(1);
+                (void) read(release[0], &b, 1);
+                _exit(0);
+        }
+        close(ready[1]);
+        close(release[0]);
+        CHECK(read(ready[0], &b, 1) == 1);
+        close(ready[0]);
+        *ret_release = release[1];
+        return pid;
+}
+
+/* config_load_in_force(): the files, unless they have errors while a daemon holds the lock. */
+static void test_in_force(void) {
+        _cleanup_free_ char *runtime = NULL, *main_file = NULL, *dropins = NULL, *copy = NULL;
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {}, daemons = {};
+        _cleanup_free_ char *note = NULL;
+        char *dir = tree_new();
+        int release = -1;
+        pid_t pid;
+
+        runtime = path_join(dir, "run");
+        main_file = path_join(dir, "stablepages.conf");
+        dropins = path_join(dir, "conf.d");
+        copy = path_join(runtime, CONFIG_IN_FORCE_FILE);
+        CHECK(mkdir(runtime, 0755) == 0);
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nApplyMounted=sometimes\n");
+
+        /* No daemon: the files without their bad line, as the daemon reads them at start. */
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        CHECK_INT(config_diags_errors(&diags), 1);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* A daemon holds the lock and keeps "integrity" in force. */
+        pid = hold_lock(runtime, &release);
+        CHECK_INT(config_init_defaults(&daemons), 0);
+        daemons.policy = POLICY_INTEGRITY;
+        CHECK_INT(config_in_force_save(runtime, &daemons), 0);
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_INTEGRITY);
+        CHECK_INT(config_diags_errors(&diags), 1); /* the files' errors are still reported */
+        _cleanup_free_ char *want = strdup_printf("keeps in force, as it does (%s)", copy);
+        CHECK_CONTAINS(note, want);
+        _cleanup_free_ char *who = strdup_printf("stablepagesd (pid %d)", (int) pid);
+        CHECK_CONTAINS(note, who);
+        config_done(&c);
+        config_diags_done(&diags);
+        note = mfree(note);
+
+        /* Files without errors: the files, whatever the daemon has. */
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\n");
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* A copy that does not read cleanly is not used, and the note says why. */
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nApplyMounted=sometimes\n");
+        tree_put(dir, "run/" CONFIG_IN_FORCE_FILE, "[Manager]\nPolicy=integrity\nRescanSec=x\n");
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), -EIO);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK_CONTAINS(note, "cannot be read from");
+        config_done(&c);
+        config_diags_done(&diags);
+        note = mfree(note);
+
+        /* The daemon gone: its lock with it, so its copy is no longer used. */
+        CHECK_INT(config_in_force_save(runtime, &daemons), 0);
+        close(release);
+        CHECK(waitpid(pid, NULL, 0) == pid);
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        tree_free(dir);
+}
+
 int main(void) {
         make_long_lines();
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
@@ -1108,11 +1347,14 @@ int main(void) {
         test_match_parse();
         test_match_test();
         test_device_settings();
+        test_force_bound_to_disk();
         test_managed();
         test_strings();
         test_diags_print();
         test_buffer();
         test_shipped_config();
         test_unusable_dropin_dir();
+        test_format();
+        test_in_force();
         return tests_finish();
 }

@@ -51,7 +51,10 @@ static void test_pick_order(void) {
         CHECK_STR(d = pick(f, 1, STABLE_ID_ANY), "ID_PATH=pci-0000:00:1f.2-ata-1");
         /* What names the disk itself (the key of a learned verdict): never the slot. */
         h = pick(f, 1, STABLE_ID_OF_DISK);
-        CHECK_CONTAINS(h, "- (no stable identity");
+        CHECK_CONTAINS(h,
+                       "- (no identity of the disk itself (none of ID_WWN, ID_SERIAL, DM_UUID, MD_UUID or a "
+                       "loop backing file is usable: ID_PATH=pci-0000:00:1f.2-ata-1 names the slot, not the "
+                       "disk))");
         all[1] = (char *) "ID_SERIAL=WDC_WD10_WX11";
         CHECK_STR(i = pick(f, 1, STABLE_ID_OF_DISK), "ID_SERIAL=WDC_WD10_WX11");
         all[1] = NULL;
