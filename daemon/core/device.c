@@ -513,6 +513,7 @@ static int resolve_loop_backing(const DeviceScanOptions *o, DeviceFacts *f) {
         if (r >= 0)
                 return 0;
         f->loop_backing_devnum = 0;
+        f->loop_backing_unresolved = true;
         if (r == -ETIMEDOUT && !recorded)
                 r = strv_extendf(&f->errors,
                                  "loop/backing_file: cannot resolve \"%s\": its filesystem did not answer "

@@ -70,10 +70,12 @@ typedef struct DeviceFacts {
                                       * database), NULL when the table is not known */
         char *dm_table_missing;      /* dm: why the table is not known, or NULL */
 
-        char *loop_backing_file;   /* loop/backing_file */
-        int loop_dio;              /* loop/dio */
-        dev_t loop_backing_devnum; /* device holding the backing file, 0 if unknown (only
-                                    * looked for with dio=1: loop-backing.h) */
+        char *loop_backing_file;      /* loop/backing_file */
+        int loop_dio;                 /* loop/dio */
+        dev_t loop_backing_devnum;    /* device holding the backing file, 0 if unknown (only
+                                       * looked for with dio=1: loop-backing.h) */
+        bool loop_backing_unresolved; /* dio=1 and that device could not be found (the reason
+                                       * is in errors): what is below is not known */
 
         char *iscsi_data_digest; /* data_digest of the iSCSI connection ("CRC32C", "None") */
         char *scsi_host_driver;  /* iSCSI: proc_name of the SCSI host of that session
