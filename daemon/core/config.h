@@ -13,6 +13,10 @@
 #include "device-match.h"
 #include "macro.h"
 
+/* The longest line of a configuration file, without its newline: room for a long path (a
+ * loop device's backing file) in a [Device] header or a value. */
+#define CONFIG_LINE_MAX 4096U
+
 typedef enum PolicyMode {
         POLICY_OBSERVE,
         POLICY_LATENCY,
