@@ -50,7 +50,7 @@ int verb_set(int argc, char **argv) {
         int r = ctl_daemon_bus("set", &bus);
         if (r < 0)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "SetDevicePolicy", &error,
                                &reply, "sst", argv[0], argv[1], flags);
         if (r < 0)
@@ -117,7 +117,7 @@ int verb_reset(int argc, char **argv) {
             sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk) <= 0)
                 return log_error_errno(SYNTHETIC_ERRNO(EBADMSG), "%s: bad reply from stablepagesd.",
                                        argv[0]);
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error,
                                &reply, "st", disk, arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
         if (r < 0)
@@ -160,7 +160,7 @@ int verb_apply(int argc, char **argv) {
         r = ctl_resolve_names(bus, argc, argv, &disks);
         if (r < 0)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Apply");
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, disks);
@@ -216,7 +216,7 @@ int verb_reload(int argc, char **argv) {
         int r = ctl_daemon_bus("reload", &bus);
         if (r < 0)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Reload", &error, NULL, "");
         if (r < 0)
                 return ctl_call_error("reload", &error, r);

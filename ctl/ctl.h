@@ -19,6 +19,7 @@ extern bool arg_force;
 extern bool arg_apply;
 extern bool arg_remount;
 extern bool arg_bind_name;          /* set: bind the persistent override to the kernel name */
+extern bool arg_ask_password;       /* false: --no-ask-password */
 extern const char *arg_config_file; /* check-config and the no-daemon fallback */
 extern const char *arg_config_dir;
 
@@ -32,6 +33,11 @@ bool ctl_daemon_running(sd_bus *bus);
 /* Opens the bus and checks that the daemon is there, for the verbs that need it. Returns 0,
  * or -ESRCH when the daemon is not running (logged, naming verb). */
 int ctl_daemon_bus(const char *verb, sd_bus **ret);
+
+/* Before a call that polkit may decide: unless --no-ask-password, starts the polkit agent (on
+ * a terminal, not as root), allows interactive authorization, and lets the calls on bus wait
+ * as long as the daemon waits for polkit. */
+void ctl_ask_password(sd_bus *bus);
 
 /* Prints "VERB: message" for a failed call and returns what it means: -ENODEV for no such
  * device, -EINVAL for an invalid name, -EIO for any other error the daemon replied, else r. */
