@@ -251,10 +251,21 @@ static void diags_json(const ConfigDiags *diags, size_t errors) {
         ctl_json_end(&w);
 }
 
+int ctl_config_load(Config *ret, ConfigDiags *diags) {
+        _cleanup_free_ char *file = NULL, *dir = NULL;
+
+        if (arg_config_dir) {
+                file = path_join(arg_config_dir, "stablepages.conf");
+                dir = path_join(arg_config_dir, "stablepages.conf.d");
+                if (!file || !dir)
+                        return -ENOMEM;
+        }
+        return config_load(file ?: CONFIG_FILE, dir ?: CONFIG_DROPIN_DIR, ret, diags);
+}
+
 int verb_check_config(int argc, char **argv) {
         _cleanup_(config_done) Config c = {};
         _cleanup_(config_diags_done) ConfigDiags diags = {};
-        _cleanup_free_ char *file = NULL, *dir = NULL;
         int r;
 
         assert(argv);
@@ -263,15 +274,8 @@ int verb_check_config(int argc, char **argv) {
                 r = config_init_defaults(&c);
                 if (r >= 0)
                         r = config_parse_file(&c, argv[0], &diags);
-        } else {
-                if (arg_config_dir) {
-                        file = path_join(arg_config_dir, "stablepages.conf");
-                        dir = path_join(arg_config_dir, "stablepages.conf.d");
-                        if (!file || !dir)
-                                return log_oom();
-                }
-                r = config_load(file ?: CONFIG_FILE, dir ?: CONFIG_DROPIN_DIR, &c, &diags);
-        }
+        } else
+                r = ctl_config_load(&c, &diags);
         if (r < 0)
                 return log_error_errno(r, "check-config: %m");
         size_t errors = config_diags_errors(&diags);

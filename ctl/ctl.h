@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
+#include "config.h"
 #include "exit-code.h"
 #include "json.h"
 #include "macro.h"
@@ -22,6 +23,10 @@ extern bool arg_bind_name;          /* set: bind the persistent override to the 
 extern bool arg_ask_password;       /* false: --no-ask-password */
 extern const char *arg_config_file; /* check-config and the no-daemon fallback */
 extern const char *arg_config_dir;
+
+/* Reads the configuration as the daemon would: /etc/stablepages.conf and its drop-ins, or
+ * those of --config-dir=. Returns 0 or -ENOMEM (config_load()). */
+int ctl_config_load(Config *ret, ConfigDiags *diags);
 
 /* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured). Returns 0 or -errno. */
 int ctl_bus_open(sd_bus **ret);
@@ -71,4 +76,5 @@ int verb_apply(int argc, char **argv);
 int verb_reload(int argc, char **argv);
 int verb_monitor(int argc, char **argv);
 int verb_check_config(int argc, char **argv);
+int verb_show_config(int argc, char **argv);
 int verb_stats(int argc, char **argv);

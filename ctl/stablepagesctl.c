@@ -38,6 +38,7 @@ static const Verb verbs[] = {
         { "reload", 0, 0, verb_reload },
         { "monitor", 0, 0, verb_monitor },
         { "check-config", 0, 1, verb_check_config },
+        { "show-config", 0, 0, verb_show_config },
 };
 
 static void help(void) {
@@ -52,7 +53,9 @@ static void help(void) {
                "  apply [DEVICE...]         Apply the decisions now\n"
                "  reload                    Make the daemon re-read its configuration\n"
                "  monitor                   Print changes as they happen\n"
-               "  check-config [FILE]       Check the configuration, report file:line\n\n"
+               "  check-config [FILE]       Check the configuration, report file:line\n"
+               "  show-config               Show the configuration in force, each key with its\n"
+               "                            file:line\n\n"
                "Options:\n"
                "  -h --help                 Show this help\n"
                "     --version              Show package version\n"
@@ -68,8 +71,9 @@ static void help(void) {
                "     --force                set: allow off on a device that needs stable writes\n"
                "     --apply                set: apply the new decision now\n"
                "     --remount              apply: cycle idle mounted filesystems\n"
-               "     --config-dir=DIR       check-config and the no-daemon fallback: read\n"
-               "                            DIR/stablepages.conf and DIR/stablepages.conf.d/\n\n"
+               "     --config-dir=DIR       check-config, show-config and the no-daemon\n"
+               "                            fallback: read DIR/stablepages.conf and\n"
+               "                            DIR/stablepages.conf.d/\n\n"
                "Exit status: 0 success, 1 failure, 2 usage, 4 no such device.\n"
                "See stablepagesctl(1).\n",
                program_invocation_short_name);

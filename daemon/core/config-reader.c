@@ -526,6 +526,8 @@ static int parse_path(Config *c, const char *path, bool missing_ok, ConfigDiags 
                                            "this file",
                                            CONFIG_FILE_SIZE_MAX);
         }
+        if (strv_extend(&c->files, path) < 0)
+                return -ENOMEM;
         return parse_data(c, path, buf, n, diags);
 }
 

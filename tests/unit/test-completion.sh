@@ -14,7 +14,7 @@ ctl=${2:?usage: test-completion.sh SRCDIR STABLEPAGESCTL}
 command -v zsh >/dev/null || { echo "SKIP: zsh is not installed (scripts/install-deps test)"; exit 77; }
 
 help=$("$ctl" --help)
-verbs=$(sed -n '/^Commands:/,/^$/p' <<<"$help" | awk 'NR > 1 && NF { print $1 }')
+verbs=$(sed -n '/^Commands:/,/^$/p' <<<"$help" | awk '/^  [a-z]/ { print $1 }')
 options=$(sed -n '/^Options:/,/^$/p' <<<"$help" | grep -o -- '--[a-z-]*=\?' | sort -u)
 [ "$(wc -w <<<"$verbs")" -ge 9 ] && [ "$(wc -w <<<"$options")" -ge 12 ] ||
         { echo "FAIL: cannot read the commands and options of --help"; exit 1; }

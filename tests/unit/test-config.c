@@ -164,12 +164,44 @@ static void check_integrity(const Config *c) {
         CHECK_INT(c->policy, POLICY_INTEGRITY);
 }
 
+static bool endswith_str(const char *s, const char *suffix) {
+        return s && strlen(s) >= strlen(suffix) && streq(s + strlen(s) - strlen(suffix), suffix);
+}
+
+/* "FILE:LINE" (the file's base name) of the i-th source of the [Manager] key, or NULL. */
+static const char *source_of(const Config *c, const char *key, size_t i) {
+        static char buf[256];
+
+        for (size_t k = 0; k < c->n_sources; k++)
+                if (c->sources[k].rule == CONFIG_SOURCE_MANAGER && streq(c->sources[k].key, key) &&
+                    i-- == 0) {
+                        snprintf(buf, sizeof buf, "%s:%u", strrchr(c->sources[k].file, '/') + 1,
+                                 c->sources[k].line);
+                        return buf;
+                }
+        return NULL;
+}
+
 static void check_dropin_order(const Config *c) {
         CHECK_INT(c->policy, POLICY_INTEGRITY);                /* 20-b.conf beats 10-a.conf */
         CHECK_INT(c->rescan_usec, 10 * USEC_PER_SEC);          /* 10-a.conf beats the main file */
         CHECK_INT(c->stall_calm_usec, 7 * USEC_PER_SEC);       /* only in the main file */
         CHECK_INT(c->apply_mounted, APPLY_MOUNTED_NEXT_MOUNT); /* x.conf.bak, .hidden.conf */
         check_strv(c->devices, (const char *[]){ "sda", "sdb", NULL });
+        /* What show-config says: the files read, in order, and where each key comes from. */
+        CHECK_INT(strv_length(c->files), 3);
+        if (strv_length(c->files) == 3) {
+                CHECK(endswith_str(c->files[0], "/stablepages.conf"));
+                CHECK(endswith_str(c->files[1], "/conf.d/10-a.conf"));
+                CHECK(endswith_str(c->files[2], "/conf.d/20-b.conf"));
+        }
+        CHECK_STR(source_of(c, "Policy", 0), "20-b.conf:2");
+        CHECK_STR(source_of(c, "RescanSec", 0), "10-a.conf:3");
+        CHECK_STR(source_of(c, "StallCalmSec", 0), "stablepages.conf:4");
+        CHECK_STR(source_of(c, "Devices", 0), "stablepages.conf:5");
+        CHECK_STR(source_of(c, "Devices", 1), "10-a.conf:4");
+        CHECK(!source_of(c, "Devices", 2));
+        CHECK(!source_of(c, "ApplyMounted", 0));
 }
 
 static void check_merged_managers(const Config *c) {
