@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "identity.h"
 #include "log.h"
+#include "message-id.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -593,11 +594,12 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                 ret->new_value = (int) now;
                 f->stable_writes = (int) now;
                 d->class.in_force = stable_writes_in_force(f, e->kernel);
-                log_full(dec->forced ? LOG_WARNING : LOG_INFO,
-                         "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
-                         ret->old_value ? "on" : "off", value[0] == '1' ? "on" : "off", dec->reason,
-                         dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
-                         d->class.reasons ? d->class.reasons[0] : "no reason");
+                log_struct(dec->forced ? LOG_WARNING : LOG_INFO, dec->forced ? SP_MESSAGE_FORCED : NULL,
+                           LOG_FIELDS("STABLEPAGES_DEVICE", f->name),
+                           "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
+                           ret->old_value ? "on" : "off", value[0] == '1' ? "on" : "off", dec->reason,
+                           dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
+                           d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
         if (dec->refused)
