@@ -6,7 +6,6 @@
 #include "log.h"
 #include "util.h"
 
-#define POLKIT_TIMEOUT_USEC (120 * USEC_PER_SEC)
 #define MAX_CALLERS 64 /* connections remembered, with their uid or its lookup */
 #define MAX_ACTIONS 4
 
@@ -152,7 +151,8 @@ static int ask_polkit(PendingAuth *p) {
                         sd_bus_message_get_sender(p->message), p->actions[p->next], 0,
                         (uint32_t) sd_bus_message_get_allow_interactive_authorization(p->message), "");
         if (r >= 0)
-                r = sd_bus_call_async(p->auth->bus, &p->slot, call, on_polkit_reply, p, POLKIT_TIMEOUT_USEC);
+                r = sd_bus_call_async(p->auth->bus, &p->slot, call, on_polkit_reply, p,
+                                      BUS_POLKIT_TIMEOUT_USEC);
         return r;
 }
 

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager-stalls.h"
 #include "manager.h"
+#include "message-id.h"
 #include "remount.h"
 #include "util.h"
 
@@ -151,9 +152,11 @@ static int manager_check_drift(Manager *m, const EngineDevice *d) {
                 s->flag = f->moved_from;
         if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT && f->stable_writes != s->flag &&
             (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
-                log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
-                            s->flag, f->stable_writes,
-                            d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
+                log_struct(LOG_WARNING, d->decision.desired < 0 ? NULL : SP_MESSAGE_DRIFT,
+                           LOG_FIELDS("STABLEPAGES_DEVICE", f->name),
+                           "%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
+                           s->flag, f->stable_writes,
+                           d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
         s->flag = f->stable_writes;
         return 0;
 }

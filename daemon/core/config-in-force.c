@@ -2,6 +2,7 @@
 #include <fcntl.h>
 
 #include "config-in-force.h"
+#include "config-show.h"
 #include "util.h"
 
 int config_in_force_lock(const char *runtime_dir, pid_t *ret_holder) {
@@ -44,10 +45,8 @@ int config_in_force_save(const char *runtime_dir, const Config *c) {
         if (!path || !body)
                 return -ENOMEM;
         text = strdup_printf(
-                "# The configuration in force in stablepagesd (pid %d), written at each load: every\n"
-                "# key, then each [Device] section after the file and line it was read from.\n"
-                "# The udev applier uses it while the files have errors (stablepages.conf(5)).\n"
-                "# \"Devices=.\" manages no disk.\n\n%s",
+                "# Written by stablepagesd (pid %d) at each load. The udev applier uses it while "
+                "the\n# files have errors (stablepages.conf(5)). \"Devices=.\" manages no disk.\n%s",
                 (int) getpid(), body);
         if (!text)
                 return -ENOMEM;

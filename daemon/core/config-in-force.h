@@ -7,7 +7,7 @@
  *
  * - The daemon reads the files at start, a bad line reported and ignored; at a reload it takes
  *   them only when they have no error, and otherwise keeps the configuration in force. After
- *   each load it writes the configuration in force, as config_format() formats it, to
+ *   each load it writes the configuration in force, as config_format() (config-show.h) formats it, to
  *   CONFIG_IN_FORCE_FILE in its runtime directory, and for as long as it runs it holds a POSIX
  *   write lock on CONFIG_IN_FORCE_LOCK there (a record lock: its children do not inherit it,
  *   its death releases it).

@@ -10,6 +10,7 @@
 #include "history.h"
 #include "identity.h"
 #include "log.h"
+#include "message-id.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -668,11 +669,13 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                 f->stable_writes = now;
                 d->class.in_force = stable_writes_in_force(f, e->kernel);
                 if (ret->changed)
-                        log_full(dec->forced ? LOG_WARNING : LOG_INFO,
-                                 "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
-                                 old ? "on" : "off", now ? "on" : "off", dec->reason,
-                                 dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
-                                 d->class.reasons ? d->class.reasons[0] : "no reason");
+                        log_struct(dec->forced ? LOG_WARNING : LOG_INFO,
+                                   dec->forced ? SP_MESSAGE_FORCED : NULL,
+                                   LOG_FIELDS("STABLEPAGES_DEVICE", f->name),
+                                   "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
+                                   old ? "on" : "off", now ? "on" : "off", dec->reason,
+                                   dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
+                                   d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
         if (dec->refused)

@@ -6,6 +6,7 @@
 
 #include <sys/sysmacros.h>
 
+#include "config-show.h"
 #include "config.h"
 #include "fuzz.h"
 #include "util.h"
@@ -100,5 +101,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_ASSERT(!sr || (sr >= c.rules && sr < c.rules + c.n_rules));
                 (void) config_device_is_managed(&c, ids[i].name);
         }
+
+        /* show-config's text is a configuration that reads without an error, to the same
+         * values. */
+        ConfigEntry *entries = NULL;
+        size_t n = 0;
+        if (config_entries(&c, &entries, &n) < 0)
+                return 0;
+        _cleanup_free_ char *shown = NULL;
+        size_t shown_size = 0;
+        FILE *f = open_memstream(&shown, &shown_size);
+        FUZZ_ASSERT(f);
+        config_show_text(f, true, c.files, entries, n);
+        FUZZ_ASSERT(fclose(f) == 0);
+        config_entries_free(entries, n);
+        _cleanup_(config_diags_done) ConfigDiags diags_again = {};
+        _cleanup_(config_done) Config c_again = {};
+        FUZZ_ASSERT(config_init_defaults(&c_again) == 0);
+        if (config_parse_buffer(&c_again, "shown.conf", shown, shown_size, &diags_again) < 0)
+                return 0;
+        FUZZ_ASSERT(config_diags_errors(&diags_again) == 0);
+        FUZZ_ASSERT(c_again.policy == c.policy && c_again.apply_mounted == c.apply_mounted);
+        FUZZ_ASSERT(c_again.rescan_usec == c.rescan_usec &&
+                    c_again.stall_window_usec == c.stall_window_usec);
+        FUZZ_ASSERT(c_again.n_rules == c.n_rules);
+        FUZZ_ASSERT(strv_length(c_again.never_remount) == strv_length(c.never_remount));
+        /* Every disk stays every disk; a Devices= that fails closed (no disk) shows as ".",
+         * a glob no kernel name matches. */
+        FUZZ_ASSERT(!c_again.devices == !c.devices);
+        FUZZ_ASSERT(!c.devices ||
+                    (c.devices[0] ? strv_length(c_again.devices) == strv_length(c.devices)
+                                  : strv_length(c_again.devices) == 1 && streq(c_again.devices[0], ".")));
+        FUZZ_ASSERT(!!c_again.metrics_file == !!c.metrics_file);
         return 0;
 }

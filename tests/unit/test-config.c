@@ -6,18 +6,18 @@
 
 #include <fcntl.h>
 #include <ftw.h>
-#include <ini.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "config-in-force.h"
+#include "config-show.h"
 #include "config.h"
 #include "fake-sysfs.h"
 #include "tests.h"
 #include "util.h"
 
-/* The longest line inih can take (INI_MAX_LINE includes "\r\n\0"). */
-#define LINE_MAX_LEN (INI_MAX_LINE - 3)
+/* The longest line, without its newline. */
+#define LINE_MAX_LEN CONFIG_LINE_MAX
 #define FILE_MAX (1024 * 1024)
 
 typedef enum FileKind {
@@ -166,12 +166,44 @@ static void check_integrity(const Config *c) {
         CHECK_INT(c->policy, POLICY_INTEGRITY);
 }
 
+static bool endswith_str(const char *s, const char *suffix) {
+        return s && strlen(s) >= strlen(suffix) && streq(s + strlen(s) - strlen(suffix), suffix);
+}
+
+/* "FILE:LINE" (the file's base name) of the i-th source of the [Manager] key, or NULL. */
+static const char *source_of(const Config *c, const char *key, size_t i) {
+        static char buf[256];
+
+        for (size_t k = 0; k < c->n_sources; k++)
+                if (c->sources[k].rule == CONFIG_SOURCE_MANAGER && streq(c->sources[k].key, key) &&
+                    i-- == 0) {
+                        snprintf(buf, sizeof buf, "%s:%u", strrchr(c->sources[k].file, '/') + 1,
+                                 c->sources[k].line);
+                        return buf;
+                }
+        return NULL;
+}
+
 static void check_dropin_order(const Config *c) {
         CHECK_INT(c->policy, POLICY_INTEGRITY);                /* 20-b.conf beats 10-a.conf */
         CHECK_INT(c->rescan_usec, 10 * USEC_PER_SEC);          /* 10-a.conf beats the main file */
         CHECK_INT(c->stall_calm_usec, 7 * USEC_PER_SEC);       /* only in the main file */
         CHECK_INT(c->apply_mounted, APPLY_MOUNTED_NEXT_MOUNT); /* x.conf.bak, .hidden.conf */
         check_strv(c->devices, (const char *[]){ "sda", "sdb", NULL });
+        /* What show-config says: the files read, in order, and where each key comes from. */
+        CHECK_INT(strv_length(c->files), 3);
+        if (strv_length(c->files) == 3) {
+                CHECK(endswith_str(c->files[0], "/stablepages.conf"));
+                CHECK(endswith_str(c->files[1], "/conf.d/10-a.conf"));
+                CHECK(endswith_str(c->files[2], "/conf.d/20-b.conf"));
+        }
+        CHECK_STR(source_of(c, "Policy", 0), "20-b.conf:2");
+        CHECK_STR(source_of(c, "RescanSec", 0), "10-a.conf:3");
+        CHECK_STR(source_of(c, "StallCalmSec", 0), "stablepages.conf:4");
+        CHECK_STR(source_of(c, "Devices", 0), "stablepages.conf:5");
+        CHECK_STR(source_of(c, "Devices", 1), "10-a.conf:4");
+        CHECK(!source_of(c, "Devices", 2));
+        CHECK(!source_of(c, "ApplyMounted", 0));
 }
 
 static void check_merged_managers(const Config *c) {
@@ -231,14 +263,51 @@ static void check_max_line(const Config *c) {
         CHECK_INT(c->rescan_usec, 30 * USEC_PER_SEC);
 }
 
+/* The lines of long_paths (below), each longer than inih's line buffer, read whole. */
+static char long_backing_file[LINE_MAX_LEN], long_never_remount[LINE_MAX_LEN];
+
+static void check_long_paths(const Config *c) {
+        CHECK_INT(c->n_rules, 1);
+        if (c->n_rules == 1) {
+                CHECK_INT(c->rules[0].match.kind, MATCH_PROPERTY);
+                CHECK_STR(c->rules[0].match.key, "LOOP_BACKING_FILE");
+                CHECK_STR(c->rules[0].match.pattern, long_backing_file);
+                CHECK_INT(c->rules[0].stable_writes, SETTING_ON);
+                CHECK_INT(c->rules[0].line, 3);
+        }
+        CHECK_INT(strv_length(c->never_remount), 1);
+        if (c->never_remount)
+                CHECK_STR(c->never_remount[0], long_never_remount);
+        CHECK_INT(c->policy, POLICY_OBSERVE); /* only the last, valid Policy= line */
+}
+
+/* Devices= of long_devices_ok: 400 names on one line of 3,607 bytes. */
+static void check_long_devices(const Config *c) {
+        CHECK_INT(strv_length(c->devices), 400);
+        if (strv_length(c->devices) == 400) {
+                CHECK_STR(c->devices[0], "loop1000");
+                CHECK_STR(c->devices[217], "loop1217");
+                CHECK_STR(c->devices[399], "loop1399");
+        }
+}
+
 /* ---- the cases ---- */
 
 /* "[Manager]\nNeverRemount=/aaa...<tail>\nRescanSec=30\n" where the second line is len
  * bytes long and ends with tail. */
-static char long_line_ok[512], long_line_bad[512], long_line_split[512];
+static char long_line_ok[LINE_MAX_LEN + 64], long_line_bad[LINE_MAX_LEN + 64],
+        long_line_split[LINE_MAX_LEN + 64];
 
-/* "[Manager]\nDevices=loop1000 loop1001 ...\n": 30 names, a line longer than LINE_MAX_LEN. */
-static char long_devices[512];
+/* "[Manager]\nDevices=loop1000 loop1001 ...\n": n names on one line. */
+static char long_devices_ok[LINE_MAX_LEN + 64], long_devices_bad[2 * LINE_MAX_LEN];
+
+/* A 4,000-byte [Device LOOP_BACKING_FILE=...] header and a 4,000-byte NeverRemount= line whose
+ * path holds '#' and ';' (not after whitespace: no comment), then a bad line: its number is
+ * right after the long lines. */
+static char long_paths[3 * LINE_MAX_LEN];
+
+/* A value with a run of 300 ';' the parser cannot be handed in pieces. */
+static char long_semicolons[512];
 
 static void make_long_line(char *buf, size_t len, const char *tail) {
         size_t k = strlen("NeverRemount=/");
@@ -250,15 +319,39 @@ static void make_long_line(char *buf, size_t len, const char *tail) {
         strcat(buf, "\nRescanSec=30\n");
 }
 
+static void make_long_devices(char *buf, unsigned n) {
+        strcpy(buf, "[Manager]\nDevices=");
+        for (unsigned i = 0; i < n; i++)
+                sprintf(buf + strlen(buf), "%sloop%u", i ? " " : "", 1000 + i);
+        strcat(buf, "\n");
+}
+
+/* A path of len bytes: "/srv/" then components of "d#NNN;x" and 'b's. */
+static void make_long_path(char *buf, size_t len) {
+        strcpy(buf, "/srv");
+        for (unsigned i = 0; strlen(buf) + 8 <= len; i++)
+                sprintf(buf + strlen(buf), "/d#%03u;x", i % 1000);
+        memset(buf + strlen(buf), 'b', len - strlen(buf));
+        buf[len] = '\0';
+}
+
 static void make_long_lines(void) {
         make_long_line(long_line_ok, LINE_MAX_LEN, "");
         make_long_line(long_line_bad, LINE_MAX_LEN + 1, "");
-        /* If this line were split at inih's buffer size, its tail would apply. */
-        make_long_line(long_line_split, INI_MAX_LINE - 1 + strlen("Policy=latency"), "Policy=latency");
-        strcpy(long_devices, "[Manager]\nDevices=");
-        for (unsigned i = 0; i < 30; i++)
-                sprintf(long_devices + strlen(long_devices), "%sloop%u", i ? " " : "", 1000 + i);
-        strcat(long_devices, "\n");
+        /* If this line were cut at the limit, its tail would apply. */
+        make_long_line(long_line_split, LINE_MAX_LEN + strlen("Policy=latency"), "Policy=latency");
+        make_long_devices(long_devices_ok, 400);
+        make_long_devices(long_devices_bad, 500);
+        /* "[Device LOOP_BACKING_FILE=" and "]": 4,000 bytes in all. */
+        make_long_path(long_backing_file, 4000 - strlen("[Device LOOP_BACKING_FILE=]"));
+        make_long_path(long_never_remount, 4000 - strlen("NeverRemount="));
+        snprintf(long_paths, sizeof long_paths,
+                 "[Manager]\nPolicy=observe\n[Device LOOP_BACKING_FILE=%s]\nStableWrites=on\n"
+                 "[Manager]\nNeverRemount=%s\nPolicy=bogus\n",
+                 long_backing_file, long_never_remount);
+        strcpy(long_semicolons, "[Manager]\nNeverRemount=/x");
+        memset(long_semicolons + strlen(long_semicolons), ';', 300);
+        strcat(long_semicolons, "\nRescanSec=30\n");
 }
 
 static const Case cases[] = {
@@ -318,12 +411,22 @@ static const Case cases[] = {
           check_devices_all_bad },
         /* A Devices= line rejected before its value is read: fails closed, as an assignment
          * whose entries are all invalid (the bench's 1,024 names on one line once left the
-         * daemon writing every disk of the machine). */
+         * daemon writing every disk of the machine). 500 names: 4,507 bytes. */
         { "over-long Devices= line",
-          { TEXT("main", long_devices) },
-          { ERR("main", 2, "line is too long (277 bytes, at most 197)"),
+          { TEXT("main", long_devices_bad) },
+          { ERR("main", 2, "line is too long (4507 bytes, at most 4096)"),
             ERR("main", 2, "Devices= on this line cannot be read: the disks it lists are only observed") },
           check_devices_all_bad },
+        /* Longer than inih's 200-byte buffer: read whole, cut only between names. */
+        { "Devices= of 400 names", { TEXT("main", long_devices_ok) }, {}, check_long_devices },
+        { "4,000-byte lines",
+          { TEXT("main", long_paths) },
+          { ERR("main", 7, "invalid Policy= value \"bogus\"") },
+          check_long_paths },
+        { "a value the parser cannot take in pieces",
+          { TEXT("main", long_semicolons) },
+          { ERR("main", 2, "NeverRemount=: the value has a run of blanks or of '#' and ';' too long") },
+          check_rescan_30_only },
         { "Devices= line not UTF-8",
           { TEXT("main", "[Manager]\n  Devices = sd\xe9\n") },
           { ERR("main", 2, "line is not valid UTF-8"),
@@ -448,8 +551,8 @@ static const Case cases[] = {
         { "longest line", { TEXT("main", long_line_ok) }, {}, check_max_line },
         { "over-long line",
           { TEXT("main", long_line_bad), TEXT("10-a.conf", long_line_split) },
-          { ERR("main", 2, "line is too long (198 bytes, at most 197)"),
-            ERR("10-a.conf", 2, "line is too long (213 bytes, at most 197)") },
+          { ERR("main", 2, "line is too long (4097 bytes, at most 4096)"),
+            ERR("10-a.conf", 2, "line is too long (4110 bytes, at most 4096)") },
           check_rescan_30_only },
         { "file of exactly the maximum size",
           { { "main", FILE_FILLER, NULL, FILE_MAX }, TEXT("10-a.conf", "[Manager]\nRescanSec=30\n") },
@@ -1186,7 +1289,8 @@ static void test_unusable_dropin_dir(void) {
         tree_free(dir);
 }
 
-/* config_format(): every key, each [Device] section after where it was read; reads back without a
+/* config_format() (the configuration in force as the daemon writes it for the applier): every
+ * key under where it was read, each [Device] section after its file:line; reads back without a
  * diagnostic into the same settings. */
 static void test_format(void) {
         static const char text[] = "[Manager]\n"
@@ -1201,23 +1305,6 @@ static void test_format(void) {
                                    "[Device 7:0]\n" /* 10 */
                                    "Need=required\n"
                                    "[Device zram*]\n"; /* 12 */
-        static const char expected[] = "[Manager]\n"
-                                       "Policy=latency\n"
-                                       "Devices=sd*\n"
-                                       "Devices=nvme0n1\n"
-                                       "ApplyMounted=next-mount\n"
-                                       "RescanSec=60\n"
-                                       "StallBudgetMSec=250\n"
-                                       "StallWindowSec=300\n"
-                                       "StallCalmSec=1800\n"
-                                       "StallMinWaits=10\n"
-                                       "MetricsFile=/run/m.prom\n"
-                                       "MetricsIntervalSec=15\n"
-                                       "NeverRemount=/srv/data\n"
-                                       "NeverRemount=/home\n"
-                                       "\n# mem:7\n[Device ID_SERIAL=WDC\\*1]\nStableWrites=off\nForce=yes\n"
-                                       "\n# mem:10\n[Device 7:0]\nNeed=required\n"
-                                       "\n# mem:12\n[Device zram*]\n";
         _cleanup_(config_diags_done) ConfigDiags diags = {}, diags2 = {};
         _cleanup_(config_done) Config c = {}, c2 = {};
         _cleanup_free_ char *f = NULL, *f2 = NULL;
@@ -1226,13 +1313,23 @@ static void test_format(void) {
         CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
         CHECK_INT(diags.n, 0);
         f = config_format(&c);
-        CHECK_STR(f, expected);
+        CHECK_CONTAINS(f, "[Manager]\n# mem:2\nPolicy=latency\n# mem:3\nDevices=sd* nvme0n1\n");
+        CHECK_CONTAINS(f, "# default\nApplyMounted=next-mount\n");
+        CHECK_CONTAINS(f, "# mem:4\nNeverRemount=/srv/data /home\n");
+        CHECK_CONTAINS(
+                f, "# mem:7\n[Device ID_SERIAL=WDC\\*1]\n# mem:8\nStableWrites=off\n# mem:9\nForce=yes\n");
+        CHECK_CONTAINS(f, "# mem:10\n[Device 7:0]\n# mem:11\nNeed=required\n");
+        CHECK_CONTAINS(f, "# mem:12\n[Device zram*]\n");
         CHECK_INT(config_init_defaults(&c2), 0);
         CHECK_INT(config_parse_buffer(&c2, "mem", f, strlen(f ?: ""), &diags2), 0);
         CHECK_INT(diags2.n, 0);
+        CHECK_INT(c2.policy, POLICY_LATENCY);
+        CHECK_INT(c2.n_rules, 3);
+        CHECK_INT(c2.stall_budget_usec, 250 * USEC_PER_MSEC);
+        CHECK(config_device_is_managed(&c2, "nvme0n1") && !config_device_is_managed(&c2, "loop0"));
         f2 = config_format(&c2);
-        CHECK_CONTAINS(f2, "[Manager]\nPolicy=latency\nDevices=sd*\nDevices=nvme0n1\n");
-        CHECK_CONTAINS(f2, "# mem:17\n[Device ID_SERIAL=WDC\\*1]\nStableWrites=off\nForce=yes\n");
+        CHECK_CONTAINS(f2, "Devices=sd* nvme0n1\n");
+        CHECK_CONTAINS(f2, "[Device ID_SERIAL=WDC\\*1]\n# mem:");
 
         /* A Devices= none of whose entries could be used manages no disk: so does ".". */
         config_done(&c2);

@@ -116,7 +116,7 @@ static void test_pick_loop_and_md(void) {
 
 /* What a [Device] header cannot hold is skipped: too long a line, control characters. */
 static void test_pick_unwritable(void) {
-        char longer[300];
+        char longer[CONFIG_LINE_MAX + 100];
         memset(longer, 'x', sizeof longer - 1);
         longer[sizeof longer - 1] = '\0';
         _cleanup_free_ char *serial = strdup_printf("ID_SERIAL=%s", longer);
