@@ -443,10 +443,9 @@ static char *manager_describe_openers(const EngineDevice *d) {
         _cleanup_free_ char *seen = openers_describe(&o, f->name);
         if (!seen || o.uninspectable == 0)
                 return TAKE_PTR(seen);
-        return strdup_printf(
-                "%s; the service's sandbox gives it no CAP_SYS_PTRACE: \"stablepagesctl explain %s\" "
-                "run as root shows them all",
-                seen, f->name);
+        return strdup_printf("%s (the daemon lacks CAP_SYS_PTRACE, which its service's sandbox drops unless "
+                             "remount.conf adds it; \"stablepagesctl explain %s\" run as root lists them)",
+                             seen, f->name);
 }
 
 /* Logs, once each, the hazards of the consumers of disk i at error level (for the page cache
