@@ -54,11 +54,11 @@ declares() {
 if declares; then KERNEL_DECLARES=1; else KERNEL_DECLARES=0; fi
 say "kernel $(uname -r) ($(uname -v | sed -n 's/.*\(Debian [0-9.-]*\).*/\1/p')): declares stable writes for B and D: $KERNEL_DECLARES"
 
-# make MODE: a fresh 32 MiB dm-integrity device in MODE (J, B, D, or bare-B); sets DEV (dm-N)
-# once udev processed its events.
+# make MODE [SIZE_MB]: a fresh dm-integrity device (32 MiB) in MODE (J, B, D, or bare-B); sets
+# DEV (dm-N) once udev processed its events.
 make_device() {
         local mode=$1 l opt
-        l=$(newloop 32)
+        l=$(newloop "${2:-32}")
         case $mode in
         bare-B)
                 modprobe dm-integrity 2> /dev/null
@@ -224,7 +224,7 @@ raw_row() {
 say "the page cache of a dm-integrity device (raw buffered writes):"
 rm -f "$ETC/stablepages.conf"
 if [ "$KERNEL_DECLARES" = 0 ]; then
-        make_device B
+        make_device B 8
         check "row 1: the kernel set 0 at the add (history: $(first_sight "$DEV"))" [ "$(first_sight "$DEV")" = "0 add" ]
         check "row 1: the rule set the flag to 1" flag_is "$DEV" 1
         raw_row 1 "added with 0, then set to 1 by the rule" 3
@@ -232,14 +232,14 @@ if [ "$KERNEL_DECLARES" = 0 ]; then
         integritysetup close sp-int-B
         config "[Manager]
 Policy=observe"
-        make_device B
+        make_device B 8
         check "row 2: the kernel set 0 at the add (history: $(first_sight "$DEV"))" [ "$(first_sight "$DEV")" = "0 add" ]
         check "row 2: the flag stays 0 (Policy=observe)" flag_is "$DEV" 0
         raw_row 2 "added with 0, left at 0" 3
         check "row 2: raw reads failed with EILSEQ" [ "$READ_FAILS" -gt 0 ]
         integritysetup close sp-int-B
 else
-        make_device B
+        make_device B 8
         check "row 3: the kernel set 1 at the add (history: $(first_sight "$DEV"))" [ "$(first_sight "$DEV")" = "1 add" ]
         check "row 3: the flag stays 1" flag_is "$DEV" 1
         raw_row 3 "added with 1, left at 1"
