@@ -8,8 +8,8 @@
  *   consumer                       copies the flag                                    kernels
  *   a filesystem                   at mount: SB_I_STABLE_WRITES, then per inode        5.10+
  *                                  (AS_STABLE_WRITES, 6.7+)
- *   a swap area (device or file)   at swapon: SWP_STABLE_WRITES from the block         5.10+
- *                                  device it writes to (a swap file: its filesystem's)
+ *   a swap area (device or file)   at swapon: SWP_STABLE_WRITES from the block         every one
+ *                                  device it writes to (a swap file: its filesystem's) with the flag
  *   the disk's own page cache      at the disk's add: bdev_add() sets AS_STABLE_WRITES 6.7+, 6.6.4+,
  *   (raw buffered I/O on /dev/X,   on the block device's mapping when                  6.1.72+
  *   buffer-head metadata)          bdev_stable_writes() ("block: update the

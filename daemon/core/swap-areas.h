@@ -3,7 +3,7 @@
 
 /* Active swap areas (/proc/swaps) and what each took at swapon: the kernel copies
  * bdev_stable_writes() of the block device a swap area writes to into SWP_STABLE_WRITES when it
- * is activated (5.10+; a swap file: its filesystem's device, inode->i_sb->s_bdev), and never looks
+ * is activated (a swap file: its filesystem's device, inode->i_sb->s_bdev), and never looks
  * again. The text of /proc/swaps is parsed here, paths are resolved to the block device with
  * stat(2), and the daemon keeps what it saw in RUNTIME_DIR/swaps across its restarts. */
 
