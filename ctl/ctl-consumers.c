@@ -147,6 +147,29 @@ int ctl_read_consumers(sd_bus_message *m, DeviceConsumers *ret) {
         return sd_bus_message_exit_container(m);
 }
 
+char *ctl_mounts_summary(const DeviceConsumers *c) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        bool any = false;
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; c && i < c->n; i++)
+                if (c->items[i].kind == CONSUMER_FILESYSTEM) {
+                        fprintf(f, "%s%s:%s", any ? " " : "", c->items[i].name,
+                                captured_to_string(c->items[i].captured));
+                        any = true;
+                }
+        if (!any)
+                fputs("-", f);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
 /* "at 2026-12-06 14:30:01" of a CLOCK_REALTIME in usec, "" for 0. */
 static const char *format_at(uint64_t usec, char buf[static 48]) {
         time_t t = (time_t) (usec / USEC_PER_SEC);

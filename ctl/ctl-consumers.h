@@ -31,7 +31,11 @@ int ctl_consumers_local(const Engine *e, ConsumerSet *ret);
  * Returns 0 or -errno. */
 int ctl_read_consumers(sd_bus_message *m, DeviceConsumers *ret);
 
-/* The "consumers:" lines of explain: one per consumer. */
+/* "TARGET:on TARGET:off" of the filesystems of c, "-" when none: the MOUNTS column of status
+ * without the daemon. NULL on -ENOMEM. */
+char *ctl_mounts_summary(const DeviceConsumers *c);
+
+/* The "consumer:" lines of explain: one per consumer. */
 void ctl_print_consumers(const DeviceConsumers *c);
 
 /* Says each hazard of the consumers of disk at error level; for its page cache, with the processes

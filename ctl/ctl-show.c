@@ -139,15 +139,15 @@ static int status_local(int argc, char **argv) {
                 const EngineDevice *d = &e.devices[i];
                 if (disks && !strv_contains(disks, d->facts->name))
                         continue;
-                _cleanup_free_ char *summary =
-                        consumers_summary(consumer_set_find(&consumers, d->facts->name));
-                if (!summary)
+                const DeviceConsumers *c = consumer_set_find(&consumers, d->facts->name);
+                _cleanup_free_ char *summary = consumers_summary(c), *mounts = ctl_mounts_summary(c);
+                if (!summary || !mounts)
                         return log_oom();
                 const char *row[] = { d->facts->name,
                                       need_to_string(d->class.need),
                                       kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
                                       desired_to_string(d->decision.desired),
-                                      "?",
+                                      mounts,
                                       summary,
                                       "-" };
                 if (table_add_row(t, row) < 0)

@@ -92,7 +92,7 @@ expect "$tmp/err" "explain, required" "warning: $loop needs stable writes .* but
 rc=0
 ctl status "$loop" > "$tmp/out" 2> "$tmp/err" || rc=$?
 [ "$rc" = 1 ] || fail "status, no daemon, required: exit $rc, expected 1"
-expect "$tmp/out" "status, no daemon" "^$loop +required +off +- +\? +cache:off! swap:off!"
+expect "$tmp/out" "status, no daemon" "^$loop +required +off +- +$mnt:off +cache:off! swap:off!"
 
 # 3. The daemon (observe: it leaves the flag alone).
 bus_start --no-polkit || exit 1
