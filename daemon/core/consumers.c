@@ -19,8 +19,7 @@ DEFINE_STRING_TABLE_LOOKUP(consumer_kind, ConsumerKind);
 
 static const char *const capture_origin_table[_CAPTURE_ORIGIN_MAX] = {
         [CAPTURE_OBSERVED] = "observed", [CAPTURE_HISTORY] = "history", [CAPTURE_ASSUMED] = "assumed",
-        [CAPTURE_KERNEL] = "kernel",     [CAPTURE_OWN] = "filesystem",  [CAPTURE_STACKED] = "stacked",
-        [CAPTURE_UNKNOWN] = "unknown",
+        [CAPTURE_KERNEL] = "kernel",     [CAPTURE_OWN] = "filesystem",  [CAPTURE_UNKNOWN] = "unknown",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(capture_origin, CaptureOrigin);
@@ -326,27 +325,33 @@ static int add_swap(const EngineDevice *d, const ConsumerSwap *s, Consumer *c) {
         return finish(c);
 }
 
+/* A disk stacked on this one: what it took from below when it was added (its own page cache's
+ * capture, consumers.h), and its flag now; its own consumers are its own. */
 static int add_holder(const Engine *e, const char *name, Consumer *c) {
         const EngineDevice *h = engine_find_disk(e, name);
+        _cleanup_free_ char *why = NULL;
 
         *c = (Consumer){
                 .kind = CONSUMER_HOLDER,
                 .name = strdup(name),
                 .what = strdup(""),
-                .origin = CAPTURE_STACKED,
-                .captured = h ? h->class.in_force : -1,
-                .in_force = h && h->class.in_force,
+                .captured = -1,
+                .origin = CAPTURE_UNKNOWN,
         };
-        if (!c->name)
+        if (!c->name || !c->what)
                 return finish(c);
-        if (h && h->facts->history)
-                c->since_usec = h->facts->history->n_changes > 0
-                                        ? h->facts->history->changes[h->facts->history->n_changes - 1].usec
-                                        : h->facts->history->first_usec;
-        c->note = h ? strdup_printf("%s now, stacked from below at its table load or assembly; its own "
-                                    "consumers: stablepagesctl explain %s",
-                                    captured_to_string(c->captured), name)
-                    : strdup_printf("not known (yet): stablepagesctl explain %s", name);
+        if (!h) {
+                c->note = strdup_printf("not known yet: stablepagesctl explain %s", name);
+                return finish(c);
+        }
+        if (page_cache_capture_of(e, h, c, &why) < 0)
+                return finish(c);
+        c->in_force = c->captured == 1;
+        c->note =
+                strdup_printf("%s at its own add (%s); its flag now %s, what a consumer of it starting now "
+                              "takes; its own consumers: stablepagesctl explain %s",
+                              captured_to_string(c->captured), why,
+                              kernel_state_to_string(h->facts->stable_writes, h->class.in_force), name);
         return finish(c);
 }
 

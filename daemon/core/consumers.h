@@ -18,7 +18,8 @@
  *                                  of the block device's inode, the bdev pseudo-       6.1 before 6.1.72
  *                                  filesystem's, which never has SB_I_STABLE_WRITES
  *                                  at every store: the bdi's BDI_CAP_STABLE_WRITES     before 5.10
- *   a disk stacked on it (dm, md)  at its own table load or assembly (stacking)        all
+ *   a disk stacked on it (dm, md)  at its own table load or assembly (stacking): its   all
+ *                                  own page cache took that at its own add
  *
  * On 6.11+ bdev_stable_writes() is also true with a checksum integrity profile, whatever the
  * flag. A partition has a page cache of its own, taken at its own add: those read with the
@@ -52,7 +53,6 @@ typedef enum CaptureOrigin {
         CAPTURE_KERNEL,   /* fixed by the kernel whatever the flag: a page cache that never takes it, a
                            * loop or zram device's taken at creation, a checksum integrity profile */
         CAPTURE_OWN,      /* the filesystem keeps pages stable itself (NFS, btrfs checksums) */
-        CAPTURE_STACKED,  /* a stacked disk: its own flag, taken from below at its table load */
         CAPTURE_UNKNOWN,  /* nothing tells: no record of the disk's add */
         _CAPTURE_ORIGIN_MAX,
         _CAPTURE_ORIGIN_INVALID = -EINVAL,
