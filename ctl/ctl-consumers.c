@@ -8,6 +8,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "openers.h"
+#include "utf8.h"
 #include "util.h"
 
 void consumer_set_done(ConsumerSet *s) {
@@ -107,6 +108,16 @@ int ctl_consumers_from_bus(sd_bus *bus, ConsumerSet *ret) {
         return 0;
 }
 
+/* Replaces *s by its utf8_escape(). Returns 0 or -ENOMEM. */
+static int escape(char **s) {
+        char *e = utf8_escape(*s);
+        if (!e)
+                return -ENOMEM;
+        free(*s);
+        *s = e;
+        return 0;
+}
+
 int ctl_consumers_local(const Engine *e, ConsumerSet *ret) {
         _cleanup_(local_consumers_done) LocalConsumers local = {};
         _cleanup_(consumer_set_done) ConsumerSet s = {};
@@ -119,6 +130,11 @@ int ctl_consumers_local(const Engine *e, ConsumerSet *ret) {
                 DeviceConsumers *l = consumer_set_get(&s, e->devices[i].facts->name);
                 if (!l || consumers_of(e, &e->devices[i], &in, l) < 0)
                         return log_oom();
+                /* Shown as the daemon sends them: mount targets and swap paths are the kernel's bytes. */
+                for (size_t j = 0; j < l->n; j++)
+                        if (escape(&l->items[j].name) < 0 || escape(&l->items[j].what) < 0 ||
+                            escape(&l->items[j].note) < 0)
+                                return log_oom();
         }
         *ret = s;
         s = (ConsumerSet){};
