@@ -5,11 +5,13 @@
 #include <stdio_ext.h>
 #include <systemd/sd-daemon.h>
 
+#include "config-in-force.h"
 #include "history.h"
 #include "learned.h"
 #include "log.h"
 #include "manager-stalls.h"
 #include "manager.h"
+#include "message-id.h"
 #include "openers.h"
 #include "remount.h"
 #include "util.h"
@@ -152,9 +154,11 @@ static int manager_check_drift(Manager *m, const EngineDevice *d) {
                 s->flag = f->moved_from;
         if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT && f->stable_writes != s->flag &&
             (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
-                log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
-                            s->flag, f->stable_writes,
-                            d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
+                log_struct(LOG_WARNING, d->decision.desired < 0 ? NULL : SP_MESSAGE_DRIFT,
+                           LOG_FIELDS("STABLEPAGES_DEVICE", f->name),
+                           "%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
+                           s->flag, f->stable_writes,
+                           d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
         s->flag = f->stable_writes;
         return 0;
 }
@@ -459,10 +463,18 @@ static void manager_log_hazards(Manager *m, size_t i, DeviceSnapshot *s) {
                 if (!x->hazard)
                         continue;
                 if (!strv_contains(s->hazards, x->note)) {
+                        const char *disk = manager_device(m, i)->facts->name;
                         _cleanup_free_ char *who = x->kind == CONSUMER_PAGE_CACHE
                                                            ? manager_describe_openers(manager_device(m, i))
                                                            : NULL;
-                        log_error("%s%s%s", x->note, who ? " Now: " : "", who ?: "");
+                        log_struct(LOG_ERR,
+                                   x->kind == CONSUMER_PAGE_CACHE ? SP_MESSAGE_HAZARD_PAGE_CACHE
+                                   : x->kind == CONSUMER_SWAP     ? SP_MESSAGE_HAZARD_SWAP
+                                                                  : SP_MESSAGE_HAZARD,
+                                   x->kind == CONSUMER_FILESYSTEM ? LOG_FIELDS("STABLEPAGES_DEVICE", disk,
+                                                                               "STABLEPAGES_MOUNT", x->name)
+                                                                  : LOG_FIELDS("STABLEPAGES_DEVICE", disk),
+                                   "%s%s%s", x->note, who ? " Now: " : "", who ?: "");
                 }
                 if (strv_extend(&now, x->note) < 0) {
                         log_oom();
@@ -729,6 +741,32 @@ static int manager_arm_rescan(Manager *m) {
         return sd_event_source_set_enabled(m->rescan, SD_EVENT_ONESHOT);
 }
 
+/* Writes the configuration in force where the udev applier finds it while the files have
+ * errors, under the lock that says this daemon runs (config-in-force.h). */
+static void manager_save_in_force(Manager *m) {
+        const char *dir = m->engine.runtime_dir;
+        pid_t holder = 0;
+        int r;
+
+        if (m->in_force_lock < 0) {
+                r = config_in_force_lock(dir, &holder);
+                if (r == -EBUSY)
+                        log_warning("Another process (pid %d) holds %s/" CONFIG_IN_FORCE_LOCK
+                                    ": is another stablepagesd using %s?",
+                                    (int) holder, dir, dir);
+                else if (r < 0)
+                        log_warning_errno(r, "Cannot lock %s/" CONFIG_IN_FORCE_LOCK ": %m", dir);
+                else
+                        m->in_force_lock = r;
+        }
+        r = config_in_force_save(dir, &m->engine.config);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot write the configuration in force to %s/" CONFIG_IN_FORCE_FILE
+                                  ": the udev applier reads the files even when they have errors: %m",
+                                  dir);
+}
+
 static void log_diags(const ConfigDiags *d) {
         for (size_t i = 0; i < d->n; i++) {
                 const ConfigDiag *c = &d->items[i];
@@ -772,6 +810,7 @@ int manager_reload(Manager *m, ConfigDiags *ret_diags) {
         engine_set_config(e, &c);
         config_diags_done(&e->diags);
         e->diags = d; /* warnings only */
+        manager_save_in_force(m);
         if (ret_diags)
                 *ret_diags = (ConfigDiags){};
         log_info("Configuration reloaded: Policy=%s.", policy_mode_to_string(e->config.policy));
@@ -959,6 +998,7 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         m = calloc(1, sizeof(Manager));
         if (!m)
                 return -ENOMEM;
+        m->in_force_lock = -EBADF;
         r = engine_init(&m->engine, options);
         if (r < 0)
                 return r;
@@ -971,6 +1011,7 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         if (r < 0)
                 return r;
         log_diags(&m->engine.diags);
+        manager_save_in_force(m);
         r = engine_load_overrides(&m->engine);
         if (r < 0)
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m",
@@ -1094,6 +1135,8 @@ Manager *manager_free(Manager *m) {
         free(m->snapshots);
         strv_free(m->uevent_disks);
         free(m->status);
+        if (m->in_force_lock >= 0)
+                close(m->in_force_lock);
         engine_done(&m->engine);
         return mfree(m);
 }
