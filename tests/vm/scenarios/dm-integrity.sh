@@ -279,7 +279,7 @@ wait_for() {
 }
 say "a swap area on zram, with the daemon:"
 modprobe zram num_devices=1 || die "modprobe zram"
-echo 64M > /sys/block/zram0/disksize && mkswap /dev/zram0 > /dev/null || die "zram0: disksize, mkswap"
+{ echo 64M > /sys/block/zram0/disksize && mkswap /dev/zram0 > /dev/null; } || die "zram0: disksize, mkswap"
 udevadm settle -t 30
 config "[Manager]
 RescanSec=0"
@@ -296,7 +296,7 @@ ctl reload > /dev/null || bad "stablepagesctl reload"
 wait_for "the daemon forced the flag of zram0 off" 0 flag zram0
 wait_for "the swap area keeps what it took at swapon, no hazard" "on observed false" swap_state
 ctl explain zram0 2>&1 | grep -A1 "consumer: swap" | sed 's/^/  explain: /' | tee -a "$RESULT"
-swapoff /dev/zram0 && swapon -p 0 /dev/zram0 || die "swapoff, swapon /dev/zram0"
+{ swapoff /dev/zram0 && swapon -p 0 /dev/zram0; } || die "swapoff, swapon /dev/zram0"
 wait_for "activated again with the flag 0: took it off, a hazard" "off observed true" swap_state
 check "the daemon logged the swap area's hazard" grep -q "swap area /dev/zram0 on zram0 runs without stable writes" \
         /run/sp/daemon.log
