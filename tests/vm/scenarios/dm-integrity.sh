@@ -252,6 +252,7 @@ else
         check "row 3: no raw read failed" [ "$READ_FAILS" -eq 0 ]
         config "[Device $DEV]
 StableWrites=off
+[Device ID_SERIAL=SPTEST_$(cat "/sys/block/$DEV/dm/name")]
 Force=yes"
         udevadm trigger --action=change "/sys/block/$DEV" && udevadm settle -t 30
         check "row 4: forced off, the rule turned the flag off" flag_is "$DEV" 0
@@ -287,12 +288,7 @@ bus_start
 daemon_start
 swapon -p 0 /dev/zram0 || die "swapon /dev/zram0"
 wait_for "swap on zram0, flag 1: took it at swapon, seen by the daemon" "on observed false" swap_state
-config "[Manager]
-RescanSec=0
-[Device zram0]
-StableWrites=off
-Force=yes"
-ctl reload > /dev/null || bad "stablepagesctl reload"
+ctl set zram0 off --runtime --force > /dev/null || bad "stablepagesctl set zram0 off --runtime --force"
 wait_for "the daemon forced the flag of zram0 off" 0 flag zram0
 wait_for "the swap area keeps what it took at swapon, no hazard" "on observed false" swap_state
 ctl explain zram0 2>&1 | grep -A1 "consumer: swap" | sed 's/^/  explain: /' | tee -a "$RESULT"
@@ -301,9 +297,7 @@ wait_for "activated again with the flag 0: took it off, a hazard" "off observed 
 check "the daemon logged the swap area's hazard" grep -q "swap area /dev/zram0 on zram0 runs without stable writes" \
         /run/sp/daemon.log
 grep -m1 "swap area /dev/zram0" /run/sp/daemon.log | sed 's/^/  daemon: /' | tee -a "$RESULT"
-config "[Manager]
-RescanSec=0"
-ctl reload > /dev/null || bad "stablepagesctl reload"
+ctl reset zram0 > /dev/null || bad "stablepagesctl reset zram0"
 wait_for "the daemon turned the flag of zram0 on again" 1 flag zram0
 wait_for "the swap area keeps what it took at swapon, still a hazard" "off observed true" swap_state
 swapoff /dev/zram0
