@@ -12,6 +12,7 @@
 static EngineOptions arg_engine = {};
 static const char *arg_json = NULL;
 static const char *arg_action = NULL;
+static uint64_t arg_diskseq = 0;
 static bool arg_all = false;
 static char *arg_config_file_buf = NULL, *arg_dropin_dir_buf = NULL;
 
@@ -36,6 +37,8 @@ static void help(void) {
                "     --json[=pretty|short]  dump as JSON\n"
                "     --action=ACTION   apply: the uevent's action; \"add\" records the flag of\n"
                "                       the disk added as the kernel's own\n"
+               "     --diskseq=N       apply: the uevent's disk sequence number; an event of an\n"
+               "                       earlier disk of that name is ignored\n"
                "     --all             restore: every disk\n"
                "     --config-file=PATH  Configuration file (default %s)\n"
                "     --config-dir=DIR  Read DIR/stablepages.conf and DIR/stablepages.conf.d/\n"
@@ -66,6 +69,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_BUS_INTROSPECT,
                 ARG_LOG_TARGET,
                 ARG_ACTION,
+                ARG_DISKSEQ,
                 ARG_ALL,
         };
         static const struct option options[] = {
@@ -84,6 +88,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
                 { "action", required_argument, NULL, ARG_ACTION },
+                { "diskseq", required_argument, NULL, ARG_DISKSEQ },
                 { "all", no_argument, NULL, ARG_ALL },
                 {},
         };
@@ -159,6 +164,16 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_ACTION:
                         arg_action = optarg;
                         break;
+                case ARG_DISKSEQ: {
+                        long long v = 0;
+                        /* Empty: the event carried none (a kernel before 5.15). */
+                        if (!isempty(optarg) && parse_int_range(optarg, 1, INT64_MAX, &v) < 0) {
+                                log_error("--diskseq= takes a disk sequence number, not \"%s\".", optarg);
+                                return -EINVAL;
+                        }
+                        arg_diskseq = (uint64_t) v;
+                        break;
+                }
                 case ARG_ALL:
                         arg_all = true;
                         break;
@@ -188,7 +203,7 @@ int main(int argc, char *argv[]) {
         if (!verb)
                 r = verb_daemon(&arg_engine);
         else if (streq(verb, "apply"))
-                r = exit_code_from_result(verb_apply(&arg_engine, arg_action, args, nargs));
+                r = exit_code_from_result(verb_apply(&arg_engine, arg_action, arg_diskseq, args, nargs));
         else if (streq(verb, "restore"))
                 r = exit_code_from_result(verb_restore(&arg_engine, arg_all, args, nargs));
         else if (streq(verb, "dump"))

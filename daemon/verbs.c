@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 
 #include "dm-table.h"
@@ -86,7 +87,23 @@ static void log_moved(const Engine *e) {
         }
 }
 
-int verb_apply(const EngineOptions *o, const char *action, char **names, int n) {
+/* Whether the event of disk with diskseq (0: none given) is of an earlier disk of that name: a
+ * udev worker can run it after the next disk took the name (a dm device made, removed and made
+ * again). Its own events apply the new disk; this one must not record its first sight. */
+static bool event_is_stale(const EngineOptions *o, const char *disk, uint64_t diskseq) {
+        _cleanup_free_ char *attr = strdup_printf("block/%s/diskseq", disk);
+        long long now;
+
+        if (diskseq == 0 || !attr || sysfs_read_int(o->sysfs_root ?: "/sys", attr, &now) < 0 ||
+            (uint64_t) now == diskseq)
+                return false;
+        log_info("%s: an event of an earlier disk of this name (diskseq %" PRIu64 ", the disk's is %lld): "
+                 "nothing to do.",
+                 disk, diskseq, now);
+        return true;
+}
+
+int verb_apply(const EngineOptions *o, const char *action, uint64_t diskseq, char **names, int n) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_strv_free_ char **disks = NULL;
         bool missing = false, failed = false;
@@ -102,6 +119,8 @@ int verb_apply(const EngineOptions *o, const char *action, char **names, int n) 
         r = disks_of(o, names, n, &disks);
         if (r < 0)
                 return r;
+        if (n == 1 && strv_length(disks) == 1 && event_is_stale(o, disks[0], diskseq))
+                return 0;
         EngineOptions eo = *o;
         eo.record_history = true;
         eo.writer = "udev-applier";

@@ -9,9 +9,11 @@
 
 /* Applies the decision for each named disk (or partition: its disk), recording each disk's
  * first sight in its history: with action "add" (the uevent's) for a disk named itself, as the
- * flag the kernel set at its add. Exit 0 when every device is as desired; -EIO when one was
- * refused or a write failed, -ENODEV when one does not exist (which outweighs). */
-int verb_apply(const EngineOptions *o, const char *action, char **names, int n);
+ * flag the kernel set at its add. An event whose diskseq (not 0) is not the disk's under the
+ * name now is of an earlier disk of that name: nothing is done (0). Exit 0 when every device
+ * is as desired; -EIO when one was refused or a write failed, -ENODEV when one does not exist
+ * (which outweighs). */
+int verb_apply(const EngineOptions *o, const char *action, uint64_t diskseq, char **names, int n);
 
 /* Puts back the flag of each named disk (every disk with all) that the project changed to
  * what its history says the kernel set (engine_restore()): a disk that needs stable writes is

@@ -45,7 +45,9 @@ printf '[Manager]\nDevices=%s\n[Device %s]\nStableWrites=on\n' "$loop" "$loop" >
 for action in add change; do
         out=$(udevadm test --action=$action "/sys/block/$loop" 2>&1)
         # Only this test's rule: an installed 60-stablepages.rules (scripts/run) runs too.
-        run=$(grep -F -- "--config-dir=$tmp/etc " <<<"$out" | sed -n "s/^run: '\(.*stablepagesd.* apply --action=$action $loop\)'$/\1/p")
+        seq=$(cat "/sys/block/$loop/diskseq")
+        run=$(grep -F -- "--config-dir=$tmp/etc " <<<"$out" |
+                sed -n "s/^run: '\(.*stablepagesd.* apply --action=$action --diskseq=$seq $loop\)'$/\1/p")
         [ -n "$run" ] || { fail "rule does not run the applier for $action of $loop"; echo "$out" | tail -5; continue; }
         # A loop device: the rule imports the device under its backing file, for its diskseq
         # (the import of a device-mapper table is tested in tests/vm: dm-integrity).
@@ -68,6 +70,17 @@ for action in add change; do
                 grep -q "^change=0 .* other$" "$tmp/run/history/$loop" || fail "change: the other program's 0 is not in the history"
         fi
 done
+# An event of an earlier disk of the name (its diskseq is not the disk's now): nothing is done,
+# nothing is recorded.
+echo 0 > "/sys/block/$loop/queue/stable_writes"
+before=$(cat "$tmp/run/history/$loop")
+stale=${run/--diskseq=$seq/--diskseq=$((seq + 1000))}
+# shellcheck disable=SC2086
+log=$($stale 2>&1) || fail "a stale event's applier exited $?: $log"
+[ "$(cat /sys/block/$loop/queue/stable_writes)" = 0 ] || fail "a stale event wrote the flag"
+grep -q "$loop: an event of an earlier disk of this name (diskseq $((seq + 1000)), the disk's is $seq): nothing to do" <<<"$log" ||
+        fail "a stale event is not said to be one: $log"
+[ "$(cat "$tmp/run/history/$loop")" = "$before" ] || fail "a stale event changed the history"
 # Events of other subsystems do not run it.
 out=$(udevadm test --action=add /sys/class/mem/null 2>&1)
 grep -q "stablepagesd" <<<"$out" && fail "the rule runs for a non-block device"

@@ -202,12 +202,13 @@ udevd_start() {
         udevadm control --ping || die "systemd-udevd does not answer"
 }
 # udev_ran DISK: the applier lines udevd logged for DISK (since udev_mark, if called); the rule
-# runs "stablepagesd apply --action=ACTION DISK"
+# runs "stablepagesd apply --action=ACTION --diskseq=N DISK"
 UDEV_MARK=0
 udev_mark() { UDEV_MARK=$(wc -l < /run/sp/udevd.log); }
 udev_ran() {
+        local args="(--action=[a-z]* )?(--diskseq=[0-9]* )?"
         tail -n +"$((UDEV_MARK + 1))" /run/sp/udevd.log |
-                grep -aE "^$1: .*stablepagesd.*apply (--action=[a-z]* )?$1'?\(err\)|^$1: Process '.*stablepagesd.* apply (--action=[a-z]* )?$1'"
+                grep -aE "^$1: .*stablepagesd.*apply $args$1'?\(err\)|^$1: Process '.*stablepagesd.* apply $args$1'"
 }
 
 # bus_start: a private system bus (dbus-daemon) with the project's bus policy, as in
