@@ -9,7 +9,9 @@ int verb_daemon(const EngineOptions *o) {
         _cleanup_(bus_service_freep) BusService *bus = NULL;
         int r;
 
-        r = manager_new(o, &m);
+        EngineOptions eo = *o;
+        eo.record_history = true; /* the daemon records what it sees of each disk's flag */
+        r = manager_new(&eo, &m);
         if (r < 0) {
                 log_error_errno(r, "Cannot start: %m");
                 return 1;

@@ -11,6 +11,8 @@
 
 static EngineOptions arg_engine = {};
 static const char *arg_json = NULL;
+static const char *arg_action = NULL;
+static bool arg_all = false;
 static char *arg_config_file_buf = NULL, *arg_dropin_dir_buf = NULL;
 
 static void help(void) {
@@ -20,6 +22,9 @@ static void help(void) {
                "  (none)               Run the daemon in the foreground\n"
                "  apply DEVICE...      Apply the decision for these disks once and exit\n"
                "                       (what the udev rule runs)\n"
+               "  restore --all|DEVICE...  Put back the flags stablepages changed to what the\n"
+               "                       kernel set, never turning a disk that needs stable writes\n"
+               "                       off (what removing the package runs)\n"
                "  dump                 Print every disk with need, reasons, kernel state and\n"
                "                       desired state, read-only, without the daemon\n"
                "  udev-facts DEVICE    Print what only root can read of DEVICE (a dm device's\n"
@@ -28,6 +33,9 @@ static void help(void) {
                "  -h --help            Show this help\n"
                "     --version         Show package version\n"
                "     --json[=pretty|short]  dump as JSON\n"
+               "     --action=ACTION   apply: the uevent's action; \"add\" records the flag of\n"
+               "                       the disk added as the kernel's own\n"
+               "     --all             restore: every disk\n"
                "     --config-file=PATH  Configuration file (default %s)\n"
                "     --config-dir=DIR  Read DIR/stablepages.conf and DIR/stablepages.conf.d/\n"
                "     --runtime-dir=DIR Runtime state directory (default %s)\n"
@@ -56,6 +64,8 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_LOG_LEVEL,
                 ARG_BUS_INTROSPECT,
                 ARG_LOG_TARGET,
+                ARG_ACTION,
+                ARG_ALL,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -72,6 +82,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "action", required_argument, NULL, ARG_ACTION },
+                { "all", no_argument, NULL, ARG_ALL },
                 {},
         };
         int c, level;
@@ -143,6 +155,12 @@ static int parse_argv(int argc, char *argv[]) {
                                 return -EINVAL;
                         }
                         break;
+                case ARG_ACTION:
+                        arg_action = optarg;
+                        break;
+                case ARG_ALL:
+                        arg_all = true;
+                        break;
                 case ARG_BUS_INTROSPECT:
                         bus_introspect(stdout);
                         return 0;
@@ -169,7 +187,9 @@ int main(int argc, char *argv[]) {
         if (!verb)
                 r = verb_daemon(&arg_engine);
         else if (streq(verb, "apply"))
-                r = exit_code_from_result(verb_apply(&arg_engine, args, nargs));
+                r = exit_code_from_result(verb_apply(&arg_engine, arg_action, args, nargs));
+        else if (streq(verb, "restore"))
+                r = exit_code_from_result(verb_restore(&arg_engine, arg_all, args, nargs));
         else if (streq(verb, "dump"))
                 r = exit_code_from_result(verb_dump(&arg_engine, arg_json, args, nargs));
         else if (streq(verb, "udev-facts"))

@@ -5,6 +5,7 @@
 #include <stdio_ext.h>
 #include <systemd/sd-daemon.h>
 
+#include "history.h"
 #include "learned.h"
 #include "log.h"
 #include "manager-stalls.h"
@@ -144,6 +145,9 @@ static int manager_check_drift(Manager *m, const EngineDevice *d) {
                 s->last_error = mfree(s->last_error);
                 return 0;
         }
+        /* Before our first look (a disk seen for the first time by this run), its history. */
+        if (!s->published && f->moved_from != ATTR_ABSENT)
+                s->flag = f->moved_from;
         if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT && f->stable_writes != s->flag &&
             (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
                 log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
@@ -405,7 +409,7 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                         continue;
                 }
                 log_debug("%s: removed.", s->name);
-                r = state_forget_original(m->engine.runtime_dir, s->name);
+                r = history_forget(m->engine.runtime_dir, s->name, s->diskseq);
                 if (r < 0)
                         log_warning_errno(r, "%s: cannot remove its record in %s: %m", s->name,
                                           m->engine.runtime_dir);
@@ -797,8 +801,8 @@ static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, voi
 
 /* A daemon killed between writing and renaming a state file leaves the temp file behind. */
 static void remove_stale_temp_files(const Engine *e) {
-        _cleanup_free_ char *original = path_join(e->runtime_dir, "original");
-        const char *dirs[] = { e->runtime_dir, original, e->dropin_dir };
+        _cleanup_free_ char *history = path_join(e->runtime_dir, "history");
+        const char *dirs[] = { e->runtime_dir, history, e->dropin_dir };
 
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 int r = dirs[i] ? unlink_stale_temp_files(dirs[i]) : 0;

@@ -571,15 +571,30 @@ static int device_check_mountable(Cycle *c, char **ret_reason) {
         return *ret_reason ? 1 : -ENOMEM;
 }
 
-static int write_flag(Cycle *c, int value) {
-        char ch = value ? '1' : '0';
+/* Writes the disk's flag through the project's one writer (flag.h): only on the disk the cycle
+ * is for, and an off only where its need allows. Returns 0, -EBADF when the disk could not be
+ * pinned, or -errno with a sentence in *ret_why. */
+static int write_flag(Cycle *c, int value, char **ret_why) {
+        const RemountJob *j = c->job;
+        FlagWrite w = {
+                .disk = c->journal->disk,
+                .diskseq = j->diskseq,
+                .need = j->need,
+                .force = j->force,
+                .value = value,
+                .writer = j->replay ? "replay" : "cycle",
+                .need_of = j->need_of,
+                .userdata = j->need_userdata,
+        };
+        int r;
 
-        if (c->job->flag_fd < 0)
+        *ret_why = NULL;
+        if (j->disk_fd < 0)
                 return -EBADF;
-        if (pwrite(c->job->flag_fd, &ch, 1, 0) != 1)
-                return -errno;
-        c->rep->flag_written = value;
-        return 0;
+        r = flag_write_at(j->disk_fd, j->runtime_dir, &w, NULL, ret_why);
+        if (r >= 0)
+                c->rep->flag_written = value;
+        return r;
 }
 
 /* --- unmount, mount, verify ---------------------------------------------------------------- */
@@ -805,12 +820,15 @@ static void mount_back(Cycle *c, const char *before) {
                                              "%s%snot mounting it again: %s; not retrying", so_far,
                                              *so_far ? "; " : "", reason);
                 }
-                r = write_flag(c, flag);
-                if (r < 0 && r != -EBADF)
+                _cleanup_free_ char *flag_why = NULL;
+                r = write_flag(c, flag, &flag_why);
+                if (r == -EPERM)
+                        flag = 1; /* the interlock keeps stable writes on: mounted with them */
+                else if (r < 0 && r != -EBADF)
                         return (void) report(
                                 rep, REMOUNT_UNMOUNTED, -r,
                                 "%s%scannot write the flag %d (%s), so it was not mounted again", so_far,
-                                *so_far ? "; " : "", flag, strerror(-r));
+                                *so_far ? "; " : "", flag, flag_why ?: strerror(-r));
                 if (!old)
                         (void) save_stage(c, REMOUNT_STAGE_MOUNTING_NEW);
                 r = mount_once(c, mp_fd, &why);

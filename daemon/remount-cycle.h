@@ -53,6 +53,7 @@
 
 #include <stdbool.h>
 
+#include "flag.h"
 #include "remount-journal.h"
 
 typedef enum RemountOutcome {
@@ -74,11 +75,17 @@ typedef struct RemountJob {
         RemountJournal *journal;  /* the cycle, as saved by the daemon; the child updates it */
         const char *journal_path; /* where it is saved */
         const char *options;      /* what to mount with: remount_plan_options() */
-        int flag_fd;              /* queue/stable_writes of the disk, open read-write; -EBADF */
-        bool replay;              /* mount it back as the journal says */
-        unsigned fail_mounts;     /* test hook: the first N mount attempts get an invalid option */
-        bool skip_scan;           /* test hook: skip the process scan (umount's EBUSY decides) */
-        const char *pause_fifo;   /* test hook: pause at each step */
+        int disk_fd;              /* the disk's sysfs directory (flag_pin_disk()); -EBADF */
+        uint64_t diskseq;         /* the disk the cycle is for: its flag is written only there */
+        Need need;                /* its need, and whether an off was forced (flag.h) */
+        bool force;
+        const char *runtime_dir; /* the flag's history (history.h) */
+        flag_need_t need_of;     /* derives the need again before an off (flag.h) */
+        void *need_userdata;
+        bool replay;            /* mount it back as the journal says */
+        unsigned fail_mounts;   /* test hook: the first N mount attempts get an invalid option */
+        bool skip_scan;         /* test hook: skip the process scan (umount's EBUSY decides) */
+        const char *pause_fifo; /* test hook: pause at each step */
 } RemountJob;
 
 /* What the child sends back through a pipe: fixed size, one write. */

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 
+#include "flag.h"
 #include "log.h"
 #include "remount.h"
 #include "sysfs.h"
@@ -49,7 +50,7 @@ typedef struct RemountActive {
         RemountJournal journal;
         char *journal_path;
         char *options;
-        int flag_fd;
+        int disk_fd;  /* the disk's sysfs directory, pinned (flag.h): the child writes its flag */
         bool replay;  /* mount it back as the journal says */
         bool give_up; /* left unmounted, and retrying cannot help */
         bool checked; /* a replay (or the cycle) found it unmounted: not just read from a journal */
@@ -104,8 +105,8 @@ static void active_free(RemountActive *a) {
         sd_event_source_disable_unref(a->io);
         if (a->report_fd >= 0)
                 close(a->report_fd);
-        if (a->flag_fd >= 0)
-                close(a->flag_fd);
+        if (a->disk_fd >= 0)
+                close(a->disk_fd);
         item_done(&a->item);
         remount_journal_done(&a->journal);
         free(a->journal_path);
@@ -388,11 +389,20 @@ static int spawn(Remounter *r, RemountActive *a) {
 
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
+        /* The disk as the engine knows it now: the child writes its flag only if it is still
+         * that disk, and an off only where its need allows (flag.h). */
+        const EngineDevice *d = manager_find_device(m, a->item.disk);
         RemountJob j = {
                 .journal = &a->journal,
                 .journal_path = a->journal_path,
                 .options = a->options,
-                .flag_fd = a->flag_fd,
+                .disk_fd = a->disk_fd,
+                .diskseq = d ? d->facts->diskseq : 0,
+                .need = d ? d->class.need : NEED_UNKNOWN,
+                .force = d && d->decision.forced,
+                .runtime_dir = m->engine.runtime_dir,
+                .need_of = engine_need_of,
+                .need_userdata = &m->engine,
                 .replay = a->replay,
                 .fail_mounts = r->test_fail_mounts,
                 .skip_scan = r->test_skip_scan,
@@ -410,7 +420,7 @@ static int spawn(Remounter *r, RemountActive *a) {
                 RemountReport rep;
                 /* Nothing of the daemon's: its bus connection held by a cycle that outlives
                  * a killed daemon would keep its name (and its callers waiting). */
-                close_all_fds_but(fds[1], a->flag_fd);
+                close_all_fds_but(fds[1], a->disk_fd);
                 remount_job_run(&j, &rep);
                 _Static_assert(sizeof rep <= PIPE_BUF, "the report must be written atomically");
                 _exit(write(fds[1], &rep, sizeof rep) == (ssize_t) sizeof rep ? 0 : 1);
@@ -428,19 +438,16 @@ static int spawn(Remounter *r, RemountActive *a) {
         return 0;
 }
 
-/* Opens the flag of a's disk (the child writes it when it mounts with another state). */
+/* Pins the sysfs directory of a's disk (flag.h): the child writes its flag when it mounts with
+ * another state. */
 static int open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
-        _cleanup_free_ char *path = strdup_printf("%s/block/%s/queue/stable_writes",
-                                                  r->manager->engine.sysfs_root, a->item.disk);
-
-        if (!path)
-                return -ENOMEM;
-        a->flag_fd = open(path, O_RDWR | O_CLOEXEC);
-        if (a->flag_fd >= 0)
+        a->disk_fd = flag_pin_disk(r->manager->engine.sysfs_root, a->item.disk);
+        if (a->disk_fd >= 0)
                 return 0;
         if (ret_reason)
-                *ret_reason = strdup_printf("cannot open %s: %s", path, strerror(errno));
-        return -errno;
+                *ret_reason = strdup_printf("cannot open %s/block/%s: %s", r->manager->engine.sysfs_root,
+                                            a->item.disk, strerror(-a->disk_fd));
+        return a->disk_fd;
 }
 /* Why a filesystem is not cycled now, found by the checks of start_item(). */
 typedef struct Refusal {
@@ -601,7 +608,7 @@ static RemountActive *active_new(Remounter *r, RemountRequest *q, const RemountI
                              .stage = REMOUNT_STAGE_PREPARED },
                 .journal_path = remount_journal_path(r->manager->engine.runtime_dir, plan->target),
                 .options = remount_plan_options(plan),
-                .flag_fd = -EBADF,
+                .disk_fd = -EBADF,
                 .report_fd = -EBADF,
                 .start_usec = start,
                 .backoff_usec = REMOUNT_RETRY_MIN_USEC,
@@ -1201,7 +1208,7 @@ static void load_journals(Remounter *r) {
                 RemountActive *a = calloc(1, sizeof(RemountActive));
                 if (!a)
                         return (void) log_oom();
-                *a = (RemountActive){ .flag_fd = -EBADF,
+                *a = (RemountActive){ .disk_fd = -EBADF,
                                       .report_fd = -EBADF,
                                       .replay = true,
                                       .backoff_usec = REMOUNT_RETRY_MIN_USEC };

@@ -48,7 +48,41 @@ static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
         return 0;
 }
 
-int verb_apply(const EngineOptions *o, char **names, int n) {
+/* The disks of names (disk names, partitions mapped to their disk), each once. Returns 0,
+ * -EINVAL for an invalid name, or -ENOMEM. */
+static int disks_of(const EngineOptions *o, char **names, int n, char ***ret) {
+        _cleanup_strv_free_ char **disks = NULL;
+        int r;
+
+        for (int i = 0; i < n; i++)
+                if (!device_name_is_valid(names[i]))
+                        return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "Invalid device name \"%s\".",
+                                               names[i]);
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *disk = NULL;
+                r = device_disk_of(o->sysfs_root ?: "/sys", names[i], &disk);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (disk && !strv_contains(disks, disk) && strv_extend(&disks, disk) < 0)
+                        return log_oom();
+        }
+        *ret = TAKE_PTR(disks);
+        return 0;
+}
+
+/* Says, for each disk of e, that its flag moved without the project since its history's last
+ * record (someone else wrote it). */
+static void log_moved(const Engine *e) {
+        for (size_t i = 0; i < e->table.n; i++) {
+                const DeviceFacts *f = &e->table.devices[i];
+                if (f->moved_from != ATTR_ABSENT)
+                        log_warning("%s: queue/stable_writes changed from %d to %d outside stablepages (its "
+                                    "history in %s/history says %d last).",
+                                    f->name, f->moved_from, f->stable_writes, e->runtime_dir, f->moved_from);
+        }
+}
+
+int verb_apply(const EngineOptions *o, const char *action, char **names, int n) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_strv_free_ char **disks = NULL;
         bool missing = false, failed = false;
@@ -59,24 +93,23 @@ int verb_apply(const EngineOptions *o, char **names, int n) {
 
         if (n <= 0)
                 return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "apply needs at least one device name.");
-        for (int i = 0; i < n; i++)
-                if (!device_name_is_valid(names[i]))
-                        return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "Invalid device name \"%s\".",
-                                               names[i]);
         /* Only the named disks and what they stack on are read: udev runs this for every
          * disk and partition event, and a machine may have hundreds of disks. */
-        for (int i = 0; i < n; i++) {
-                _cleanup_free_ char *disk = NULL;
-                r = device_disk_of(o->sysfs_root ?: "/sys", names[i], &disk);
-                if (r == -ENOMEM)
-                        return log_oom();
-                if (disk && !strv_contains(disks, disk) && strv_extend(&disks, disk) < 0)
-                        return log_oom();
-        }
-        static char *const no_disks[] = { NULL };
-        r = engine_setup(&e, o, disks ?: no_disks);
+        r = disks_of(o, names, n, &disks);
         if (r < 0)
                 return r;
+        EngineOptions eo = *o;
+        eo.record_history = true;
+        eo.writer = "udev-applier";
+        /* The add of a disk itself (not of a partition: its disk came before) shows the flag the
+         * kernel set, before anything wrote it. */
+        if (action && streq(action, "add") && n == 1 && strv_contains(disks, names[0]))
+                eo.added_disk = names[0];
+        static char *const no_disks[] = { NULL };
+        r = engine_setup(&e, &eo, disks ?: no_disks);
+        if (r < 0)
+                return r;
+        log_moved(&e);
 
         for (int i = 0; i < n; i++) {
                 _cleanup_(apply_result_done) ApplyResult res = {};
@@ -98,6 +131,52 @@ int verb_apply(const EngineOptions *o, char **names, int n) {
         }
         /* A missing device outweighs a refusal or a failed write (each logged with its reason);
          * a disk removed meanwhile (-ENODEV from engine_apply()) is a failure, not a usage slip. */
+        return missing ? -ENODEV : failed ? -EIO : 0;
+}
+
+int verb_restore(const EngineOptions *o, bool all, char **names, int n) {
+        _cleanup_(engine_done) Engine e = {};
+        _cleanup_strv_free_ char **disks = NULL;
+        bool missing = false, failed = false;
+        int r;
+
+        assert(o);
+        assert(names || n <= 0);
+
+        if (all == (n > 0))
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                       "restore needs either --all or device names.");
+        r = disks_of(o, names, n, &disks);
+        if (r < 0)
+                return r;
+        EngineOptions eo = *o;
+        eo.writer = "restore";
+        static char *const no_disks[] = { NULL };
+        r = engine_setup(&e, &eo, all ? NULL : disks ?: no_disks);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < e.table.n; i++) {
+                _cleanup_(apply_result_done) ApplyResult res = {};
+                EngineDevice *d = &e.devices[i];
+
+                if (!all && !strv_contains(disks, d->facts->name))
+                        continue; /* what a named disk stacks on */
+                r = engine_restore(&e, d, &res);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r == -EPERM)
+                        log_notice("%s", res.message);
+                else if (r < 0) {
+                        log_error("%s", res.message);
+                        failed = true;
+                } else
+                        log_full(res.changed ? LOG_INFO : LOG_DEBUG, "%s", res.message);
+        }
+        for (int i = 0; i < n; i++)
+                if (!engine_find(&e, names[i])) {
+                        log_error("%s: no such block device under %s/block.", names[i], e.sysfs_root);
+                        missing = true;
+                }
         return missing ? -ENODEV : failed ? -EIO : 0;
 }
 

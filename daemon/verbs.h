@@ -7,10 +7,17 @@
 
 #include "engine.h"
 
-/* Applies the decision for each named disk (or partition: its disk). Exit 0 when every
- * device is as desired; -EIO when one was refused or a write failed, -ENODEV when one does not
- * exist (which outweighs). */
-int verb_apply(const EngineOptions *o, char **names, int n);
+/* Applies the decision for each named disk (or partition: its disk), recording each disk's
+ * first sight in its history: with action "add" (the uevent's) for a disk named itself, as the
+ * flag the kernel set at its add. Exit 0 when every device is as desired; -EIO when one was
+ * refused or a write failed, -ENODEV when one does not exist (which outweighs). */
+int verb_apply(const EngineOptions *o, const char *action, char **names, int n);
+
+/* Puts back the flag of each named disk (every disk with all) that the project changed to
+ * what its history says the kernel set (engine_restore()): a disk that needs stable writes is
+ * left on. Returns 0 (also when there was nothing to restore or a required disk was left on),
+ * -EIO when a write failed, -ENODEV when a named disk does not exist, -EINVAL for usage. */
+int verb_restore(const EngineOptions *o, bool all, char **names, int n);
 
 /* Prints the engine's view of every disk (or only the named ones); -ENODEV when one does not
  * exist. */

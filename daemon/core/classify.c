@@ -361,6 +361,21 @@ static bool nvme_is_tcp(const DeviceFacts *f) {
         return f->kind == DEVICE_KIND_NVME && f->nvme_transport && streq(f->nvme_transport, "tcp");
 }
 
+/* A flag that reads 0 where the kernel may have declared stable writes for a reason sysfs
+ * does not show (what), and whose value at the disk's add was not recorded: another program
+ * may have cleared it. Never read as "none". */
+#define UNRECORDED(fs, f, what)                                                                             \
+        FOUND(fs, NEED_UNKNOWN, false, NULL,                                                                \
+              "%s: the flag the kernel set when %s appeared was not recorded (no history from its add), "   \
+              "and it reads 0 now; another program may have cleared it: treated as required",               \
+              what, (f)->name)
+
+/* Whether the flag f's detectors read as the kernel's declaration is the kernel's own: recorded
+ * at the disk's add, or 1 (a 0 is what clearing it leaves). */
+static bool declared_known(const DeviceFacts *f) {
+        return f->declared_at_add || f->declared_stable_writes == 1;
+}
+
 static int detect_nvme_fabrics(const DeviceFacts *f, unsigned kernel, Findings *fs) {
         if (!nvme_is_tcp(f))
                 return 0;
@@ -372,6 +387,8 @@ static int detect_nvme_fabrics(const DeviceFacts *f, unsigned kernel, Findings *
                              "NVMe/TCP with data digest (the driver declared stable writes at "
                              "connect): the page is checksummed and then sent; a page modified in "
                              "between fails the digest");
+        if (!declared_known(f))
+                return UNRECORDED(fs, f, "NVMe/TCP, whose driver declares stable writes for a data digest");
         return FOUND(fs, NEED_NONE, false, NULL,
                      "NVMe/TCP without data digest (the driver did not declare stable writes)");
 }
@@ -392,6 +409,9 @@ static int detect_mmc(const DeviceFacts *f, unsigned kernel, Findings *fs) {
                              "mmc_init_queue() sets it for a host driven over SPI with CRC (use_spi_crc)",
                              "MMC/SD card over SPI with CRC (mmc_spi): the CRC of each block is computed "
                              "from the page and then the page is sent; a page modified in between fails it");
+        if (!declared_known(f))
+                return UNRECORDED(fs, f,
+                                  "MMC/SD card over SPI, whose driver declares stable writes for its CRC");
         return FOUND(fs, NEED_NONE, false, NULL,
                      "MMC/SD card over SPI without CRC (the driver did not declare stable writes: "
                      "use_spi_crc is off)");
@@ -555,6 +575,10 @@ static int classify_one(Classifier *c, size_t i) {
                 r = add(&fs, NEED_NONE, false, NULL,
                         strdup_printf("queue/stable_writes was 1 because %s; nothing on %s needs it",
                                       fs.flag_cause, f->name));
+        else if (!fs.matched && !declared_known(f))
+                r = UNRECORDED(
+                        &fs, f,
+                        "no detector knows this kind of disk, whose driver may declare stable writes");
         else if (!fs.matched)
                 r = add(&fs, NEED_NONE, false, NULL,
                         strdup_printf("no detector applies (kind %s) and the kernel did not declare "

@@ -591,6 +591,7 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 return r;
 
         f.declared_stable_writes = f.stable_writes;
+        f.moved_from = ATTR_ABSENT;
 
         if ((r = read_stack(&o, &f, &dd, "slaves", &f.slaves)) < 0 ||
             (r = read_stack(&o, &f, &dd, "holders", &f.holders)) < 0 || (r = read_partitions(&f, &dd)) < 0 ||

@@ -48,8 +48,13 @@ typedef struct DeviceFacts {
 
         int stable_writes;          /* queue/stable_writes: ATTR_ABSENT, 0, 1 */
         int declared_stable_writes; /* what the kernel set at probe time, before anyone wrote
-                                     * the flag: from the state of the first write, else
-                                     * stable_writes (filled by the caller, see state.h) */
+                                     * the flag: the first sight in the disk's history, else
+                                     * stable_writes (filled by the caller, see history.h) */
+        bool declared_at_add;       /* declared_stable_writes was recorded at the disk's add:
+                                     * the kernel's own value; false: seen later (another
+                                     * program may have changed it before) or no history */
+        int moved_from;             /* the flag the history recorded last, when it reads otherwise
+                                     * now (moved without the project); ATTR_ABSENT when not */
 
         char *integrity_format; /* integrity/format ("none", "T10-DIF-TYPE1-CRC"…), NULL if absent */
         int write_generate;     /* integrity/write_generate */

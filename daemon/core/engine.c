@@ -5,6 +5,8 @@
 
 #include "config-build.h"
 #include "engine.h"
+#include "flag.h"
+#include "history.h"
 #include "identity.h"
 #include "log.h"
 #include "sysfs.h"
@@ -40,6 +42,7 @@ int engine_init(Engine *e, const EngineOptions *o) {
                 .resolve_userdata = o->resolve_userdata,
                 .read_dm_table = o->read_dm_table,
                 .read_dm_table_userdata = o->read_dm_table_userdata,
+                .record_history = o->record_history,
         };
         if (!o->kernel_release && uname(&u) < 0)
                 return -errno;
@@ -50,6 +53,8 @@ int engine_init(Engine *e, const EngineOptions *o) {
             (r = strdup_or(&e->runtime_dir, o->runtime_dir, RUNTIME_DIR)) < 0 ||
             (r = strdup_or(&e->state_dir, o->state_dir, STATE_DIR)) < 0 ||
             (r = strdup_or(&e->kernel_release, o->kernel_release, u.release)) < 0 ||
+            (r = strdup_or(&e->writer, o->writer, "stablepagesd")) < 0 ||
+            (o->added_disk && (r = strdup_or(&e->added_disk, o->added_disk, NULL)) < 0) ||
             (r = o->boot_id ? strdup_or(&e->boot_id, o->boot_id, "") : read_boot_id(&e->boot_id)) < 0)
                 goto fail;
         r = parse_kernel_version(e->kernel_release, &e->kernel);
@@ -99,6 +104,8 @@ void engine_done(Engine *e) {
         free(e->runtime_dir);
         free(e->kernel_release);
         free(e->boot_id);
+        free(e->added_disk);
+        free(e->writer);
         *e = (Engine){};
 }
 
@@ -263,6 +270,45 @@ static int engine_decide(Engine *e, EngineDevice *d) {
         return policy_decide(&in, &d->decision);
 }
 
+/* Fills what f's history says (history.h): the flag the kernel declared and whether that was
+ * seen at the disk's add, and whether the flag moved without the project since the last record.
+ * With record, the disk's first sight and such a move are recorded. */
+static void engine_read_history(const Engine *e, DeviceFacts *f, bool record) {
+        _cleanup_(history_done) FlagHistory h = {};
+        bool at_add = e->added_disk && streq(e->added_disk, f->name);
+        int r;
+
+        f->moved_from = ATTR_ABSENT;
+        if (f->stable_writes == ATTR_ABSENT || f->diskseq == 0)
+                return; /* no flag, or nothing to tell this disk from the next of its name */
+        if (record) {
+                r = history_note_first(e->runtime_dir, f->name, f->diskseq, f->devnum, f->stable_writes,
+                                       at_add, e->writer);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot record the flag's history in %s/history: %m",
+                                          f->name, e->runtime_dir);
+        }
+        r = history_load(e->runtime_dir, f->name, f->diskseq, &h);
+        if (r < 0) {
+                if (r != -ENOENT)
+                        log_debug_errno(r, "%s: cannot read its history in %s/history: %m", f->name,
+                                        e->runtime_dir);
+                return;
+        }
+        f->declared_stable_writes = h.first;
+        f->declared_at_add = h.first_at_add;
+        if (history_last(&h) == f->stable_writes)
+                return;
+        f->moved_from = history_last(&h);
+        if (record) {
+                r = history_note_change(e->runtime_dir, f->name, f->diskseq, f->devnum, f->moved_from,
+                                        f->stable_writes, HISTORY_WRITER_OTHER);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot record the flag's history in %s/history: %m",
+                                          f->name, e->runtime_dir);
+        }
+}
+
 static int facts_compare(const void *a, const void *b) {
         return strcmp(((const DeviceFacts *) a)->name, ((const DeviceFacts *) b)->name);
 }
@@ -308,12 +354,8 @@ static int engine_scan_internal(Engine *e, char *const *disks) {
         if (e->table.n > 1)
                 qsort(e->table.devices, e->table.n, sizeof(DeviceFacts), facts_compare);
 
-        for (size_t i = 0; i < e->table.n; i++) {
-                DeviceFacts *f = &e->table.devices[i];
-                int v = state_read_original(e->runtime_dir, f->name, f->diskseq);
-                if (v >= 0)
-                        f->declared_stable_writes = v;
-        }
+        for (size_t i = 0; i < e->table.n; i++)
+                engine_read_history(e, &e->table.devices[i], e->record_history);
 
         classes = calloc(e->table.n + 1, sizeof(Classification));
         e->devices = calloc(e->table.n + 1, sizeof(EngineDevice));
@@ -456,9 +498,7 @@ int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
                                 device_facts_done(&f);
                                 return -ESTALE; /* another disk under that name, or a new one */
                         }
-                        int v = state_read_original(e->runtime_dir, f.name, f.diskseq);
-                        if (v >= 0)
-                                f.declared_stable_writes = v;
+                        engine_read_history(e, &f, e->record_history);
                         device_facts_done(&e->table.devices[i]);
                         e->table.devices[i] = f;
                         read[i] = true;
@@ -526,31 +566,53 @@ static bool disk_removed(const Engine *e, const char *name) {
         return p && access(p, F_OK) < 0 && errno == ENOENT;
 }
 
-/* The disk these facts were read from is gone, or going: its flag or its queue/ is absent
- * (del_gendisk removes queue/'s attributes first, then queue/, then the disk; the kernel
- * never removes the flag of a disk that stays), or another disk took its name: another
- * diskseq, or none that can be read yet (a loop device removed and added again under the
- * same name, its attributes still appearing). */
-static bool disk_gone(const Engine *e, const DeviceFacts *f, int error) {
-        _cleanup_free_ char *attr = strdup_printf("block/%s/diskseq", f->name);
-        long long seq;
+int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_why, void *userdata) {
+        const Engine *e = userdata;
+        DeviceScanOptions so = engine_scan_options(e);
+        _cleanup_(device_table_done) DeviceTable t = {};
+        _cleanup_free_ Classification *classes = NULL;
+        char *const names[] = { (char *) disk, NULL };
+        const DeviceRule *rule;
+        DeviceFacts *f;
+        int r;
 
-        if (error == -ENOENT || disk_removed(e, f->name))
-                return true;
-        return f->diskseq != 0 && attr &&
-               (sysfs_read_int(e->sysfs_root, attr, &seq) < 0 || (uint64_t) seq != f->diskseq);
+        *ret_why = NULL;
+        r = device_table_scan_for(&so, names, &t);
+        if (r < 0) {
+                *ret_why = strdup_printf("cannot read the disks under %s/block: %s", e->sysfs_root,
+                                         strerror(-r));
+                return *ret_why ? r : -ENOMEM;
+        }
+        f = device_table_find(&t, disk);
+        if (!f || (diskseq != 0 && f->diskseq != diskseq)) {
+                *ret_why = strdup(f ? "another disk has its name now" : "it is gone");
+                return *ret_why ? -ESTALE : -ENOMEM;
+        }
+        for (size_t i = 0; i < t.n; i++)
+                engine_read_history(e, &t.devices[i], false);
+        classes = calloc(t.n + 1, sizeof(Classification));
+        if (!classes)
+                return -ENOMEM;
+        r = classify_table(&t, e->kernel, classes);
+        if (r < 0)
+                return r;
+        Need need = classes[f - t.devices].need;
+        DeviceIdentity id = device_identity_of(f);
+        int configured = config_device_need(&e->config, &id, &rule);
+        if (configured >= 0 && need_rank(configured) > need_rank(need))
+                need = configured; /* Need= raises it, never lowers it */
+        for (size_t i = 0; i < t.n; i++)
+                classification_done(&classes[i]);
+        *ret_need = need;
+        return 0;
 }
 
 int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
         DeviceFacts *f = d->facts;
         const PolicyDecision *dec = &d->decision;
-        _cleanup_free_ char *attr = strdup_printf("block/%s/queue/stable_writes", f->name);
-        long long now;
         int r;
 
         *ret = (ApplyResult){ .old_value = f->stable_writes, .new_value = f->stable_writes };
-        if (!attr)
-                return -ENOMEM;
         if (dec->desired < 0) {
                 ret->message = strdup_printf("%s: left as it is (%s)", f->name, dec->reason);
                 return ret->message ? 0 : -ENOMEM;
@@ -567,37 +629,35 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                         strdup_printf("%s: the kernel has no queue/stable_writes for this device", f->name));
 
         if (f->stable_writes != dec->desired) {
-                char value[2] = { dec->desired ? '1' : '0', '\0' };
+                _cleanup_free_ char *reason = NULL;
+                int now, old = f->stable_writes;
+                FlagWrite w = {
+                        .disk = f->name,
+                        .diskseq = f->diskseq,
+                        .devnum = f->devnum,
+                        .need = d->class.need,
+                        .force = dec->forced,
+                        .value = dec->desired,
+                        .writer = e->writer,
+                        .need_of = engine_need_of,
+                        .userdata = e,
+                };
 
-                r = state_record_original(e->runtime_dir, f->name, f->diskseq, f->declared_stable_writes);
+                r = flag_write(e->sysfs_root, e->runtime_dir, &w, &now, &reason);
+                if (r == -ENOMEM)
+                        return r;
                 if (r < 0)
-                        log_warning_errno(r, "%s: cannot record the kernel's original flag in %s: %m",
-                                          f->name, e->runtime_dir);
-                r = sysfs_write_string(e->sysfs_root, attr, value);
-                if (r < 0 && disk_gone(e, f, r))
-                        return fail(ret, -ENODEV,
-                                    strdup_printf("%s: the disk was removed while being applied", f->name));
-                if (r < 0)
-                        return fail(ret, r,
-                                    strdup_printf("%s: cannot write %s to queue/stable_writes: %s", f->name,
-                                                  value, strerror(-r)));
-                r = sysfs_read_int(e->sysfs_root, attr, &now);
-                if ((r < 0 || now != dec->desired) && disk_gone(e, f, r))
-                        return fail(ret, -ENODEV,
-                                    strdup_printf("%s: the disk was removed while being applied", f->name));
-                if (r < 0 || now != dec->desired)
-                        return fail(ret, r < 0 ? r : -EIO,
-                                    strdup_printf("%s: wrote %s to queue/stable_writes but it reads %s",
-                                                  f->name, value, r < 0 ? strerror(-r) : (now ? "1" : "0")));
-                ret->changed = true;
-                ret->new_value = (int) now;
-                f->stable_writes = (int) now;
+                        return fail(ret, r, TAKE_PTR(reason));
+                ret->changed = now != old;
+                ret->new_value = now;
+                f->stable_writes = now;
                 d->class.in_force = stable_writes_in_force(f, e->kernel);
-                log_full(dec->forced ? LOG_WARNING : LOG_INFO,
-                         "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
-                         ret->old_value ? "on" : "off", value[0] == '1' ? "on" : "off", dec->reason,
-                         dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
-                         d->class.reasons ? d->class.reasons[0] : "no reason");
+                if (ret->changed)
+                        log_full(dec->forced ? LOG_WARNING : LOG_INFO,
+                                 "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
+                                 old ? "on" : "off", now ? "on" : "off", dec->reason,
+                                 dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
+                                 d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
         if (dec->refused)
@@ -605,6 +665,58 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
         ret->message = strdup_printf("%s: stable writes %s%s (%s)", f->name, desired_to_string(dec->desired),
                                      ret->changed ? "" : ", unchanged", dec->reason);
         return ret->message ? 0 : -ENOMEM;
+}
+
+int engine_restore(Engine *e, EngineDevice *d, ApplyResult *ret) {
+        _cleanup_(history_done) FlagHistory h = {};
+        _cleanup_free_ char *reason = NULL;
+        DeviceFacts *f = d->facts;
+        bool ours = false;
+        int r, now;
+
+        *ret = (ApplyResult){ .old_value = f->stable_writes, .new_value = f->stable_writes };
+        r = history_load(e->runtime_dir, f->name, f->diskseq, &h);
+        if (r == -ENOENT)
+                return fail(ret, 0,
+                            strdup_printf("%s: no history of its flag: nothing to restore", f->name));
+        if (r < 0)
+                return fail(ret, r,
+                            strdup_printf("%s: cannot read its history in %s/history: %s", f->name,
+                                          e->runtime_dir, strerror(-r)));
+        for (size_t i = 0; i < h.n_changes; i++)
+                ours = ours || !streq(h.changes[i].writer, HISTORY_WRITER_OTHER);
+        if (!ours || f->stable_writes == h.first)
+                return fail(ret, 0,
+                            strdup_printf("%s: stable writes %s, as the kernel %s them: nothing to restore",
+                                          f->name, f->stable_writes ? "on" : "off",
+                                          h.first_at_add ? "set" : "had when first seen, with"));
+        FlagWrite w = {
+                .disk = f->name,
+                .diskseq = f->diskseq,
+                .devnum = f->devnum,
+                .need = d->class.need,
+                .value = h.first,
+                .writer = "restore",
+                .need_of = engine_need_of,
+                .userdata = e,
+        };
+        r = flag_write(e->sysfs_root, e->runtime_dir, &w, &now, &reason);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EPERM)
+                return fail(
+                        ret, r,
+                        strdup_printf("%s: left on, not restored to the kernel's 0: %s", f->name, reason));
+        if (r < 0)
+                return fail(ret, r, TAKE_PTR(reason));
+        ret->changed = now != f->stable_writes;
+        ret->new_value = now;
+        log_info("%s: stable writes %s -> %s: restored to the kernel's own value.", f->name,
+                 f->stable_writes ? "on" : "off", now ? "on" : "off");
+        f->stable_writes = now;
+        return fail(ret, 0,
+                    strdup_printf("%s: stable writes restored to %s, the kernel's own value", f->name,
+                                  now ? "on" : "off"));
 }
 
 void override_entries_free(OverrideEntry *entries, size_t n) {

@@ -26,6 +26,11 @@ typedef struct EngineOptions {
         void *resolve_userdata;
         dm_table_reader_t read_dm_table; /* see DeviceScanOptions */
         void *read_dm_table_userdata;
+        bool record_history;    /* record each disk's first sight and the moves of its flag in the
+                                 * runtime dir (history.h): the applier and the daemon, not dump */
+        const char *added_disk; /* the disk whose "add" this run handles: its flag now is the
+                                 * kernel's own (the applier, run by udev for the add) */
+        const char *writer;     /* who writes the flag, one word (flag.h); default "stablepagesd" */
 } EngineOptions;
 
 /* Everything the engine concluded about one disk. */
@@ -63,6 +68,9 @@ typedef struct Engine {
         void *resolve_userdata;
         dm_table_reader_t read_dm_table;
         void *read_dm_table_userdata;
+        bool record_history;
+        char *added_disk; /* NULL: none */
+        char *writer;
 
         Config config;
         ConfigDiags diags;
@@ -130,13 +138,24 @@ typedef struct ApplyResult {
 
 void apply_result_done(ApplyResult *r);
 
-/* Makes queue/stable_writes of d as decided: writes it only when it differs, records the
- * kernel's original value first, logs one line per change with the reason (a warning when
- * forced). Returns 0 when the device is as desired (changed or not); -EPERM when an off
- * was refused (the interlock, or a 6.11+ integrity profile; the flag is then made 1);
- * -EOPNOTSUPP when the kernel has no such switch; other -errno when the write failed.
- * ret->message says what happened. */
+/* Makes queue/stable_writes of d as decided, through flag_write() (flag.h: the disk's identity
+ * and, for an off, its need checked again, the change recorded in its history): writes it only
+ * when it differs, logs one line per change with the reason (a warning when forced). Returns 0
+ * when the device is as desired (changed or not); -EPERM when an off was refused (the
+ * interlock, or a 6.11+ integrity profile; the flag is then made 1); -ESTALE when another disk
+ * has its name now; -ENODEV when it was removed; -EOPNOTSUPP when the kernel has no such
+ * switch; other -errno when the write failed. ret->message says what happened. */
 int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret);
+
+/* Derives the need of disk (with diskseq) again from sysfs, with e's configuration, without
+ * touching e's tables: the need_of of flag_write() (userdata: the Engine). Returns 0 with
+ * *ret_need, or -errno with a sentence in *ret_why (gone, another disk under the name). */
+int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_why, void *userdata);
+
+/* Puts the flag of d back to what its history says the kernel set (history.h), when the
+ * project changed it: never to 0 on a required or unknown disk (flag_write()'s interlock).
+ * Returns what engine_apply() returns; ret->message says what was done or why not. */
+int engine_restore(Engine *e, EngineDevice *d, ApplyResult *ret);
 
 /* Prints the named disks (every disk when names is NULL or empty) as a JSON array of
  * objects to f. */

@@ -6,54 +6,6 @@
 #include "state.h"
 #include "util.h"
 
-static char *original_path(const char *dir, const char *disk) {
-        if (!device_name_is_valid(disk))
-                return NULL;
-        return strdup_printf("%s/original/%s", dir, disk);
-}
-
-int state_read_original(const char *dir, const char *disk, uint64_t diskseq) {
-        _cleanup_free_ char *p = original_path(dir, disk), *data = NULL;
-        uint64_t seq;
-        int value;
-
-        if (!p)
-                return -EINVAL;
-        int r = read_full_file(p, 4096, &data, NULL);
-        if (r < 0)
-                return r;
-        if (sscanf(data, "diskseq=%" SCNu64 "\nstable_writes=%d", &seq, &value) != 2 ||
-            (value != 0 && value != 1))
-                return -EBADMSG;
-        if (seq != diskseq)
-                return -ENOENT; /* an earlier device of the same name */
-        return value;
-}
-
-int state_record_original(const char *dir, const char *disk, uint64_t diskseq, int value) {
-        _cleanup_free_ char *p = original_path(dir, disk), *sub = strdup_printf("%s/original", dir);
-        char buf[128];
-
-        if (!p || !sub)
-                return -ENOMEM;
-        if (state_read_original(dir, disk, diskseq) >= 0)
-                return 0;
-        int r = mkdir_p(sub, 0755);
-        if (r < 0)
-                return r;
-        int n = snprintf(buf, sizeof buf, "diskseq=%" PRIu64 "\nstable_writes=%d\n", diskseq, value);
-        return write_file_atomic(p, buf, (size_t) n, 0644);
-}
-
-int state_forget_original(const char *dir, const char *disk) {
-        _cleanup_free_ char *p = original_path(dir, disk);
-        if (!p)
-                return -EINVAL;
-        if (unlink(p) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
 void runtime_overrides_done(RuntimeOverrides *o) {
         for (size_t i = 0; i < o->n; i++)
                 free(o->items[i].disk);

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Runtime state under /run/stablepages (a parameter for tests), written atomically:
- *   original/<disk>   the flag as the kernel set it, recorded before our first write
- *                     ("diskseq=N\nstable_writes=V\n"), so that "declared" survives us
+/* Runtime state under /run/stablepages (a parameter for tests), written atomically (the
+ * history of each disk's flag, history/<disk>, is history.h's):
  *   overrides         runtime overrides, one "diskseq=<N> <disk> on|off|auto [force]" per
  *                     line: bound to the disk with that diskseq (unique for this boot), the
  *                     name only shown; lines "<disk> on|off|auto [force]" written by earlier
@@ -20,17 +19,6 @@
 
 #include "config.h"
 #include "device.h"
-
-/* Reads the recorded original flag of disk for diskseq. Returns 0/1, -ENOENT when nothing
- * (or a record of an earlier device of the same name) is recorded, or -errno. */
-int state_read_original(const char *dir, const char *disk, uint64_t diskseq);
-
-/* Records value as the original flag of disk unless a record for this diskseq exists.
- * Returns 0 or -errno. */
-int state_record_original(const char *dir, const char *disk, uint64_t diskseq, int value);
-
-/* Forgets the original record of a disk (removed devices). Returns 0 or -errno. */
-int state_forget_original(const char *dir, const char *disk);
 
 typedef struct RuntimeOverride {
         uint64_t diskseq; /* the disk it is bound to (its diskseq); 0: an entry of an older

@@ -48,24 +48,6 @@ int sysfs_read_int(const char *root, const char *path, long long *ret) {
         return parse_int_range(s, LLONG_MIN, LLONG_MAX, ret);
 }
 
-int sysfs_write_string(const char *root, const char *path, const char *value) {
-        _cleanup_free_ char *p = path_join(root, path);
-        _cleanup_close_ int fd = -EBADF;
-        size_t n = strlen(value);
-
-        if (!p)
-                return -ENOMEM;
-        fd = open(p, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        ssize_t k = write(fd, value, n);
-        if (k < 0)
-                return -errno;
-        if ((size_t) k != n)
-                return -EIO;
-        return 0;
-}
-
 int sysfs_read_link_basename(const char *root, const char *path, char **ret) {
         _cleanup_free_ char *p = path_join(root, path);
         char buf[PATH_MAX];

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Reads and writes of sysfs attributes under a root directory (the real one is "/sys";
- * tests pass a captured tree). Paths are relative to the root. */
+/* Reads of sysfs attributes under a root directory (the real one is "/sys"; tests pass a
+ * captured tree). Paths are relative to the root. The one write the project makes, of
+ * queue/stable_writes, is flag.h's. */
 
 #include <sys/types.h>
 
@@ -19,9 +20,6 @@ int sysfs_read_string_at(int dirfd, const char *path, char **ret);
 /* Reads an integer attribute ("0", "1", "42"). Returns 0, -ENOENT, -EINVAL (unparsable)
  * or another -errno. */
 int sysfs_read_int(const char *root, const char *path, long long *ret);
-
-/* Writes value to root/path (one write(2), as sysfs wants). Returns 0 or -errno. */
-int sysfs_write_string(const char *root, const char *path, const char *value);
 
 /* Basename of the symlink root/path ("device/driver" -> "virtio_blk"). Returns 0 or -errno. */
 int sysfs_read_link_basename(const char *root, const char *path, char **ret);

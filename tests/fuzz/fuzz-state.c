@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The parsers of the daemon's state files in the runtime directory (what survives a
  * kill -9 and is read at the next start): the input is split at the first two NUL bytes
- * into runtime_dir/overrides, runtime_dir/mounts and runtime_dir/original/loop0. What
+ * into runtime_dir/overrides, runtime_dir/mounts and runtime_dir/history/loop0. What
  * loads saves and loads again to the same set. */
 
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "history.h"
 #include "log.h"
 #include "state.h"
 #include "util.h"
@@ -67,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!dir) {
                 char tmpl[] = "/dev/shm/fuzz-state-XXXXXX", tmpl2[] = "/tmp/fuzz-state-XXXXXX";
                 dir = mkdtemp(tmpl) ? strdup(tmpl) : mkdtemp(tmpl2) ? strdup(tmpl2) : NULL;
-                _cleanup_free_ char *sub = dir ? path_join(dir, "original") : NULL;
+                _cleanup_free_ char *sub = dir ? path_join(dir, "history") : NULL;
                 if (!sub || mkdir_p(sub, 0755) < 0)
                         abort();
                 log_set_max_level(LOG_CRIT); /* malformed lines are logged as warnings */
@@ -81,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         lc = (size_t) (a + size - c);
         put("overrides", a, la);
         put("mounts", b, lb);
-        put("original/loop0", c, lc);
+        put("history/loop0", c, lc);
 
         FUZZ_ASSERT(state_load_overrides(dir, &o) == 0);
         for (size_t i = 0; i < o.n; i++) {
@@ -98,9 +99,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_ASSERT(state_load_mount_records(dir, &m2) == 0);
         check_records_equal(&m, &m2);
 
-        int r = state_read_original(dir, "loop0", 42);
-        FUZZ_ASSERT(r == 0 || r == 1 || r == -ENOENT || r == -EBADMSG || r == -EFBIG);
-        r = state_read_original(dir, "loop0", 0);
-        FUZZ_ASSERT(r == 0 || r == 1 || r == -ENOENT || r == -EBADMSG || r == -EFBIG);
+        _cleanup_(history_done) FlagHistory h = {};
+        int r = history_load(dir, "loop0", 42, &h);
+        FUZZ_ASSERT(r == 0 || r == -ENOENT || r == -EFBIG);
+        if (r == 0) {
+                /* What loads formats to text that parses to the same history. */
+                _cleanup_(history_done) FlagHistory again = {};
+                _cleanup_free_ char *text = history_format(&h), *text2 = NULL;
+                FUZZ_ASSERT(text && history_parse(text, &again) == 0);
+                text2 = history_format(&again);
+                FUZZ_ASSERT(text2 && streq(text, text2));
+                FUZZ_ASSERT(h.diskseq == 42 && streq(h.disk, "loop0") && (h.first == 0 || h.first == 1));
+        }
+        FUZZ_ASSERT(history_load(dir, "loop0", 0, &h) == -ENOENT);
         return 0;
 }

@@ -31,7 +31,9 @@ sp_log "hotplug: $loop had stable_writes=1 ${ms} ms after losetup returned"
 sp_wait_for 1000 "$loop in devices.json as desired on" \
         sp_state_is ".devices[] | select(.name == \"$loop\") | [.desired, .stable_writes, .desired_source] | join(\" \")" "on 1 config" >/dev/null
 grep -Eq "$loop: stable writes off -> on" "$SP_TMP/daemon.log" || sp_fail "the change of $loop was not logged"
-[ -e "$SP_RUNTIME/original/$loop" ] || sp_fail "the original flag of $loop was not recorded"
+grep -q "^first=0 later .* stablepagesd$" "$SP_RUNTIME/history/$loop" ||
+        sp_fail "the daemon did not record the first sight of $loop (0) in its history: $(cat "$SP_RUNTIME/history/$loop" 2>&1)"
+grep -q "^change=1 .* stablepagesd$" "$SP_RUNTIME/history/$loop" || sp_fail "the change of $loop is not in its history"
 
 # 2. Drift: someone else writes the flag; the next rescan logs it once and corrects it.
 echo 0 >"/sys/block/$loop/queue/stable_writes"
@@ -39,6 +41,7 @@ ms=$(sp_wait_for 3000 "$loop corrected back to 1 by the rescan" sp_flag_is "$loo
 sleep 1.2 # one more rescan: nothing new to log
 [ "$(grep -c "$loop: queue/stable_writes changed from 1 to 0 outside this daemon" "$SP_TMP/daemon.log")" = 1 ] ||
         sp_fail "the drift of $loop was not logged exactly once"
+grep -q "^change=0 .* other$" "$SP_RUNTIME/history/$loop" || sp_fail "the change by another program is not in the history of $loop"
 sp_log "hotplug: drift of $loop logged once and corrected after ${ms} ms"
 
 # 3. A hot-added zram device is classified required (and, unmanaged, left alone).
@@ -63,7 +66,7 @@ fi
 sp_loop_destroy "$n"
 sp_wait_for 1000 "$loop gone from devices.json" \
         sp_state_is "[.devices[] | select(.name == \"$loop\")] | length" 0 >/dev/null
-[ ! -e "$SP_RUNTIME/original/$loop" ] || sp_fail "the record of removed $loop is still there"
+[ ! -e "$SP_RUNTIME/history/$loop" ] || sp_fail "the history of removed $loop is still there"
 sp_log "hotplug: $loop removed from the daemon's state"
 
 # 5. Service manager protocol.

@@ -41,14 +41,24 @@ printf '[Manager]\nDevices=%s\n[Device %s]\nStableWrites=on\n' "$loop" "$loop" >
 for action in add change; do
         out=$(udevadm test --action=$action "/sys/block/$loop" 2>&1)
         # Only this test's rule: an installed 60-stablepages.rules (scripts/run) runs too.
-        run=$(grep -F -- "--config-dir=$tmp/etc " <<<"$out" | sed -n "s/^run: '\(.*stablepagesd.* apply $loop\)'$/\1/p")
+        run=$(grep -F -- "--config-dir=$tmp/etc " <<<"$out" | sed -n "s/^run: '\(.*stablepagesd.* apply --action=$action $loop\)'$/\1/p")
         [ -n "$run" ] || { fail "rule does not run the applier for $action of $loop"; echo "$out" | tail -5; continue; }
         # The import of a device-mapper table is for dm devices only (tests/vm: dm-integrity).
         grep -q "udev-facts" <<<"$out" && fail "the rule imports dm facts for $action of $loop"
         echo 0 > "/sys/block/$loop/queue/stable_writes"
         # shellcheck disable=SC2086
-        $run || fail "the rule's command exited $?: $run"
+        log=$($run 2>&1) || fail "the rule's command exited $?: $run: $log"
         [ "$(cat /sys/block/$loop/queue/stable_writes)" = 1 ] || fail "$action: flag not set by the rule's command"
+        # The flag found at the add is the kernel's own (the disk's history); the 0 written
+        # before the change is another program's, said and recorded.
+        if [ $action = add ]; then
+                grep -q "^first=0 add " "$tmp/run/history/$loop" ||
+                        fail "add: the history does not record the flag at the add: $(cat "$tmp/run/history/$loop" 2>&1)"
+        else
+                grep -q "$loop: queue/stable_writes changed from 1 to 0 outside stablepages" <<<"$log" ||
+                        fail "change: the applier did not say the flag changed without it: $log"
+                grep -q "^change=0 .* other$" "$tmp/run/history/$loop" || fail "change: the other program's 0 is not in the history"
+        fi
 done
 # Events of other subsystems do not run it.
 out=$(udevadm test --action=add /sys/class/mem/null 2>&1)

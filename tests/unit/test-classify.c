@@ -6,6 +6,8 @@
 #include <sys/sysmacros.h>
 
 #include "engine.h"
+#include "fake-sysfs.h"
+#include "history.h"
 #include "sysfs.h"
 #include "tests.h"
 #include "util.h"
@@ -148,6 +150,27 @@ static bool fixture_has(const char *fixture, const char *file) {
         return p && access(p, F_OK) == 0;
 }
 
+/* The runtime directory of the engines below: each fixture's disks have a history that says
+ * the flag as captured is what the kernel set at their add (the fixtures were captured right
+ * after the devices were made), as the udev applier records it at boot. */
+static char *runtime;
+
+static void record_fixture_history(const char *root) {
+        _cleanup_strv_free_ char **disks = NULL;
+
+        tree_rm(runtime, "history");
+        CHECK_INT(sysfs_list_dir(root, "block", &disks), 0);
+        STRV_FOREACH (d, disks) {
+                _cleanup_free_ char *seq_attr = strdup_printf("block/%s/diskseq", *d),
+                                    *flag_attr = strdup_printf("block/%s/queue/stable_writes", *d);
+                long long seq, flag;
+                if (sysfs_read_int(root, seq_attr, &seq) >= 0 && sysfs_read_int(root, flag_attr, &flag) >= 0)
+                        CHECK_INT(history_note_first(runtime, *d, (uint64_t) seq, 0, (int) flag, true,
+                                                     "fixture"),
+                                  1);
+        }
+}
+
 static int load(Engine *e, const char *fixture, DmFacts facts) {
         _cleanup_free_ char *root = strdup_printf("%s/%s/sys", FIXTURES_DIR, fixture);
         _cleanup_free_ char *udev = strdup_printf("%s/%s/run/udev/data", FIXTURES_DIR, fixture);
@@ -158,12 +181,13 @@ static int load(Engine *e, const char *fixture, DmFacts facts) {
                 fprintf(stderr, "%s: cannot read kernel-release\n", fixture);
                 return -ENOENT;
         }
+        record_fixture_history(root);
         EngineOptions o = {
                 .sysfs_root = root,
                 .udev_data_dir = facts == DM_FACTS_NONE ? "" : udev,
                 .config_file = "/nonexistent/stablepages.conf",
                 .dropin_dir = "/nonexistent/stablepages.conf.d",
-                .runtime_dir = "/nonexistent/run",
+                .runtime_dir = runtime,
                 .kernel_release = strstrip(krel),
                 .resolve_backing = resolve_from_map,
                 .resolve_userdata = (void *) fixture,
@@ -207,6 +231,15 @@ static void test_scan_for_matches_full_scan(const char *fixture) {
                 _cleanup_free_ Classification *classes = NULL;
 
                 CHECK_INT(device_table_scan_for(&so, names, &sub), 0);
+                /* What the engine reads of each disk's history. */
+                for (size_t j = 0; j < sub.n; j++) {
+                        const DeviceFacts *x = device_table_find(&e.table, sub.devices[j].name);
+                        CHECK(x);
+                        if (x) {
+                                sub.devices[j].declared_stable_writes = x->declared_stable_writes;
+                                sub.devices[j].declared_at_add = x->declared_at_add;
+                        }
+                }
                 classes = calloc(sub.n + 1, sizeof(Classification));
                 CHECK(classes && sub.n >= 1 && sub.n <= e.table.n);
                 if (classes && sub.n >= 1 && classify_table(&sub, e.kernel, classes) >= 0) {
@@ -361,8 +394,14 @@ typedef struct Synthetic {
 /* Attributes not given read 0, which no detector looks at for these kinds. */
 #define K61 KERNEL_VERSION(6, 1, 176)
 #define K612 KERNEL_VERSION(6, 12, 117)
-#define DISK(n, k, flag, ...)                                                                               \
-        { .name = (n), .kind = (k), .stable_writes = (flag), .declared_stable_writes = (flag), __VA_ARGS__ }
+/* A disk whose history says the kernel set declared (at its add, or seen later) and whose flag
+ * reads flag now. */
+#define DISK_HIST(n, k, flag, declared, at_add, ...)                                                        \
+        {                                                                                                   \
+                .name = (n), .kind = (k), .stable_writes = (flag), .declared_stable_writes = (declared),    \
+                .declared_at_add = (at_add), __VA_ARGS__                                                    \
+        }
+#define DISK(n, k, flag, ...) DISK_HIST(n, k, flag, flag, true, __VA_ARGS__)
 #define SLAVES(...)                                                                                         \
         .slaves = (char *[]) {                                                                              \
                 __VA_ARGS__, NULL                                                                           \
@@ -467,6 +506,15 @@ static const Synthetic synthetic[] = {
           { DISK("nvme0n1", DEVICE_KIND_NVME, 1, .nvme_paths = (char *[]){ "nvme0c0n1", NULL }),
             DISK("nvme0c0n1", DEVICE_KIND_NVME, 1, .hidden = true, .nvme_transport = "tcp") },
           { NULL }, NEED_REQUIRED, "served by path nvme0c0n1, which is required", "nvme_mpath_add_disk() stacks it from nvme0c0n1" },
+        { "nvme-tcp reading 0, its flag at add not recorded", K612,
+          { DISK_HIST("nvme0c0n1", DEVICE_KIND_NVME, 0, 0, false, .hidden = true, .nvme_transport = "tcp") },
+          { NULL }, NEED_UNKNOWN, "NVMe/TCP, whose driver declares stable writes for a data digest: the flag the kernel set when nvme0c0n1 appeared was not recorded", NULL },
+        { "nvme-tcp reading 1, its flag at add not recorded", K612,
+          { DISK_HIST("nvme0c0n1", DEVICE_KIND_NVME, 1, 1, false, .hidden = true, .nvme_transport = "tcp") },
+          { NULL }, NEED_REQUIRED, "NVMe/TCP with data digest", "nvme_alloc_ns()" },
+        { "nvme-tcp declared 1 at add, cleared since", K612,
+          { DISK_HIST("nvme0c0n1", DEVICE_KIND_NVME, 0, 1, true, .hidden = true, .nvme_transport = "tcp") },
+          { NULL }, NEED_REQUIRED, "NVMe/TCP with data digest", "nvme_alloc_ns()" },
         { "plain nvme (pcie)", K612,
           { DISK("nvme1n1", DEVICE_KIND_NVME, 0, .nvme_transport = "pcie", .driver = "nvme") },
           { NULL }, NEED_NONE, "plain nvme disk", NULL },
@@ -478,6 +526,9 @@ static const Synthetic synthetic[] = {
         { "mmc over SPI without CRC", K612,
           { DISK("mmcblk0", DEVICE_KIND_MMC, 0, .mmc_spi = true, .driver = "mmcblk") },
           { NULL }, NEED_NONE, "over SPI without CRC", NULL },
+        { "mmc over SPI reading 0, its flag at add not recorded", K612,
+          { DISK_HIST("mmcblk0", DEVICE_KIND_MMC, 0, 0, false, .mmc_spi = true, .driver = "mmcblk") },
+          { NULL }, NEED_UNKNOWN, "MMC/SD card over SPI, whose driver declares stable writes for its CRC", NULL },
         { "mmc on SDHCI with a flag", K612,
           { DISK("mmcblk0", DEVICE_KIND_MMC, 1, .driver = "mmcblk") },
           { NULL }, NEED_UNKNOWN, "no detector explains why (kind mmc, driver mmcblk)", NULL },
@@ -501,6 +552,13 @@ static const Synthetic synthetic[] = {
         { "rbd nocrc", K612, { DISK("rbd0", DEVICE_KIND_RBD, 0, .rbd_config_info = "1.2.3.4 name=x,nocrc rbd img -") }, { NULL }, NEED_NONE, "nocrc", NULL },
         { "drbd", K61, { DISK("drbd0", DEVICE_KIND_DRBD, 1) }, { NULL }, NEED_REQUIRED, "drbd", "drbd_create_device()" },
         { "loop with a flag user space wrote", K612, { DISK("loop0", DEVICE_KIND_LOOP, 1, .loop_backing_file = "/img", .loop_dio = 0) }, { NULL }, NEED_NONE, "buffered I/O", "the loop driver never sets it" },
+        { "a disk of a kind no detector knows, reading 0, its flag at add not recorded", K612,
+          { DISK_HIST("xvda", DEVICE_KIND_OTHER, 0, 0, false, .driver = "vbd") },
+          { NULL }, NEED_UNKNOWN, "no detector knows this kind of disk", NULL },
+        { "the same, recorded at add", K612, { DISK("xvda", DEVICE_KIND_OTHER, 0, .driver = "vbd") }, { NULL }, NEED_NONE, "no detector applies", NULL },
+        { "a plain disk reading 0, not recorded: its driver never sets the flag", K612,
+          { DISK_HIST("vda", DEVICE_KIND_VIRTIO, 0, 0, false, .driver = "virtio_blk") },
+          { NULL }, NEED_NONE, "plain virtio disk", NULL },
         { "virtio with a flag nothing explains", K612, { DISK("vda", DEVICE_KIND_VIRTIO, 1, .driver = "virtio_blk") }, { NULL }, NEED_UNKNOWN, "no detector explains why (kind virtio, driver virtio_blk)", NULL },
         { "md raid0 over zram on 6.12 (stacks the flag)", K612,
           { DISK("md0", DEVICE_KIND_MD, 1, .md_level = "raid0", SLAVES("zram0")), ZRAM },
@@ -567,6 +625,7 @@ static void test_none_without_cause_detects(void) {
 }
 
 int main(void) {
+        runtime = tree_new();
         static const PolicyMode modes[] = { POLICY_OBSERVE, POLICY_LATENCY, POLICY_BALANCED,
                                             POLICY_INTEGRITY };
 
@@ -629,5 +688,6 @@ int main(void) {
 
         test_none_without_cause_detects();
         test_synthetic();
+        tree_free(runtime);
         return tests_finish();
 }

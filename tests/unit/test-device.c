@@ -353,7 +353,9 @@ static const ApplyCase apply_cases[] = {
         { "ignored write", .swallow = true, .ret = -EIO,
           .message = "wrote 1 to queue/stable_writes but it reads 0" },
         { "directory", .replace = "dir", .ret = -EISDIR, .message = "Is a directory" },
-        { "fifo", .replace = "fifo", .ret = -ENXIO, .message = "No such device or address" },
+        /* The flag is read before it is written (flag.c): a FIFO reads as nothing. */
+        { "fifo", .replace = "fifo", .ret = -EINVAL,
+          .message = "cannot read queue/stable_writes: Invalid argument" },
         { "disk removed while applied", .replace = "remove-disk", .ret = -ENODEV,
           .message = "loop1: the disk was removed while being applied" },
         { "disk removed and its name taken while applied", .replace = "reuse-name", .ret = -ENODEV,

@@ -210,20 +210,6 @@ static void test_failed_write_keeps_old_file(void) {
         CHECK(runtime_overrides_find(&back, 1) != NULL);
 }
 
-static void test_original(void) {
-        CHECK_INT(state_read_original(dir, "loop9", 5), -ENOENT);
-        CHECK_INT(state_record_original(dir, "loop9", 5, 1), 0);
-        CHECK_INT(state_record_original(dir, "loop9", 5, 0), 0); /* the first record stays */
-        CHECK_INT(state_read_original(dir, "loop9", 5), 1);
-        CHECK_INT(state_read_original(dir, "loop9", 6), -ENOENT); /* another device, same name */
-        CHECK_INT(state_read_original(dir, "../loop9", 5), -EINVAL);
-        tree_put(dir, "original/loop8", "diskseq=5\nstable_writes=7\n");
-        CHECK_INT(state_read_original(dir, "loop8", 5), -EBADMSG);
-        CHECK_INT(state_forget_original(dir, "loop9"), 0);
-        CHECK_INT(state_read_original(dir, "loop9", 5), -ENOENT);
-        CHECK_INT(state_forget_original(dir, "loop9"), 0);
-}
-
 /* The temp file of a writer that died is removed at start; one of a live writer (this
  * process, or the udev applier running now) and other files are left alone. */
 static void test_stale_temp_files(void) {
@@ -256,7 +242,6 @@ int main(void) {
         test_overrides_atomic();
         test_overrides_follow_disk();
         test_failed_write_keeps_old_file();
-        test_original();
         test_stale_temp_files();
         tree_free(dir);
         return tests_finish();

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* daemon/core/sysfs.c on a fake sysfs root: what each read and write returns when the attribute
- * is missing, is something else than a file (a directory, a FIFO, a symlink, a device
- * node), cannot be opened (EACCES as an unprivileged user), or when the write itself fails
- * (EIO, EINVAL, EBUSY injected with tests/unit/fault.c). Nothing may block, crash or
- * report success for a failed write; errors come back as negative errno. */
+/* daemon/core/sysfs.c on a fake sysfs root: what each read returns when the attribute is
+ * missing, is something else than a file (a directory, a FIFO, a symlink), or cannot be opened
+ * (EACCES as an unprivileged user). Nothing may block or crash; errors come back as negative
+ * errno. The one write, of queue/stable_writes, is tested in test-flag.c. */
 
 #include <limits.h>
-#include <sys/sysmacros.h>
 
 #include "fake-sysfs.h"
-#include "fault.h"
 #include "sysfs.h"
 
 static char *root;
@@ -57,16 +54,11 @@ static int read_fifo(void *userdata) {
         return r < 0 ? r : isempty(s) ? 0 : -EBADMSG;
 }
 
-static int write_fifo(void *userdata) {
-        return sysfs_write_string(root, "block/a/fifo", "0");
-}
-
 static void test_fifo_does_not_block(void) {
         /* A FIFO in place of an attribute (no writer, no reader): a blocking open() would
          * hang the daemon's only thread forever. */
         tree_mkfifo(root, "block/a/fifo");
         CHECK_INT(run_in_child(read_fifo, NULL, false), 0);
-        CHECK_INT(run_in_child(write_fifo, NULL, false), -ENXIO);
 }
 
 static void test_read_int(void) {
@@ -118,82 +110,17 @@ static void test_parse_bool01(void) {
         CHECK_INT(sysfs_parse_bool01(NULL), -EINVAL);
 }
 
-static void test_write(void) {
-        _cleanup_free_ char *s = NULL;
-
-        tree_put(root, "block/w/queue/stable_writes", "1\n");
-        CHECK_INT(sysfs_write_string(root, "block/w/queue/stable_writes", "0"), 0);
-        CHECK_INT(sysfs_read_string(root, "block/w/queue/stable_writes", &s), 0);
-        CHECK_STR(s, "0");
-
-        CHECK_INT(sysfs_write_string(root, "block/w/queue/missing", "0"), -ENOENT);
-        CHECK_INT(sysfs_write_string(root, "block/gone/queue/stable_writes", "0"), -ENOENT);
-
-        /* A directory in place of the attribute. */
-        tree_mkdir(root, "block/d/queue/stable_writes");
-        CHECK_INT(sysfs_write_string(root, "block/d/queue/stable_writes", "0"), -EISDIR);
-
-        /* A symlink in place of the attribute is never followed (O_NOFOLLOW): the write
-         * cannot be redirected to another file. */
-        tree_put(root, "victim", "untouched");
-        tree_symlink(root, "block/l/queue/stable_writes", "../../../victim");
-        CHECK_INT(sysfs_write_string(root, "block/l/queue/stable_writes", "0"), -ELOOP);
-        s = mfree(s);
-        CHECK_INT(sysfs_read_string(root, "victim", &s), 0);
-        CHECK_STR(s, "untouched");
-}
-
-static int write_readonly(void *userdata) {
-        return sysfs_write_string(root, "block/ro/queue/stable_writes", "0");
-}
-
 static int read_unreadable(void *userdata) {
         _cleanup_free_ char *s = NULL;
         return sysfs_read_string(root, "block/ro/queue/secret", &s);
 }
 
 static void test_eacces(void) {
-        /* As the kernel makes attributes the daemon may not write: 0444. Root ignores
-         * modes, so the check runs as nobody. */
-        tree_put(root, "block/ro/queue/stable_writes", "1\n");
-        tree_chmod(root, "block/ro/queue/stable_writes", 0444);
+        /* An attribute only its owner may read. Root ignores modes, so the check runs as
+         * nobody. */
         tree_put(root, "block/ro/queue/secret", "1\n");
         tree_chmod(root, "block/ro/queue/secret", 0200);
-        CHECK_INT(run_in_child(write_readonly, NULL, true), -EACCES);
         CHECK_INT(run_in_child(read_unreadable, NULL, true), -EACCES);
-}
-
-static void test_write_device_nodes(void) {
-        /* Device nodes in place of the attribute give real write errors: /dev/full
-         * (ENOSPC) and a character device no driver claims (ENXIO). Needs CAP_MKNOD. */
-        _cleanup_free_ char *full = tree_path(root, "block/full/queue/stable_writes");
-        _cleanup_free_ char *nodrv = tree_path(root, "block/nodrv/queue/stable_writes");
-
-        tree_mkdir(root, "block/full/queue");
-        tree_mkdir(root, "block/nodrv/queue");
-        if (mknod(full, S_IFCHR | 0644, makedev(1, 7)) < 0 ||
-            mknod(nodrv, S_IFCHR | 0644, makedev(4095, 4095)) < 0) {
-                fprintf(stderr, "skipping device node checks: mknod: %m\n");
-                return;
-        }
-        CHECK_INT(sysfs_write_string(root, "block/full/queue/stable_writes", "0"), -ENOSPC);
-        CHECK_INT(sysfs_write_string(root, "block/nodrv/queue/stable_writes", "0"), -ENXIO);
-}
-
-static void test_injected_write_errors(void) {
-        static const int errors[] = { EIO, EINVAL, EBUSY, EPERM, EROFS };
-
-        tree_put(root, "block/inj/queue/stable_writes", "1\n");
-        for (size_t i = 0; i < ELEMENTSOF(errors); i++) {
-                _cleanup_free_ char *s = NULL;
-
-                fault_arm_write("/block/inj/queue/stable_writes", errors[i]);
-                CHECK_INT(sysfs_write_string(root, "block/inj/queue/stable_writes", "0"), -errors[i]);
-                CHECK_INT(fault_hits(), 1);
-                fault_disarm();
-                CHECK_INT(sysfs_read_string(root, "block/inj/queue/stable_writes", &s), 0);
-                CHECK_STR(s, "1");
-        }
 }
 
 static void test_list_dir(void) {
@@ -238,10 +165,7 @@ int main(void) {
         test_fifo_does_not_block();
         test_read_int();
         test_parse_bool01();
-        test_write();
         test_eacces();
-        test_write_device_nodes();
-        test_injected_write_errors();
         test_list_dir();
         test_read_link();
         tree_free(root);
