@@ -46,11 +46,18 @@ int verb_set(int argc, char **argv) {
                         "set %s: --bind=name is for persistent overrides; a runtime override is "
                         "bound to the disk itself (its diskseq), never to its name.",
                         argv[0]);
+        if (arg_bind_name && arg_force)
+                return log_error_errno(
+                        SYNTHETIC_ERRNO(EINVAL),
+                        "set %s: --force with --bind=name: a forced override is never bound to the kernel "
+                        "name, which goes to whichever disk takes it; without --bind=name it is bound to "
+                        "the disk's own identity, with --runtime to this disk's diskseq.",
+                        argv[0]);
         flags |= arg_bind_name ? SET_FLAG_BIND_NAME : 0;
         int r = ctl_daemon_bus("set", &bus);
         if (r < 0)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "SetDevicePolicy", &error,
                                &reply, "sst", argv[0], argv[1], flags);
         if (r < 0)
@@ -117,7 +124,7 @@ int verb_reset(int argc, char **argv) {
             sd_bus_path_decode(path, BUS_DEVICE_PREFIX, &disk) <= 0)
                 return log_error_errno(SYNTHETIC_ERRNO(EBADMSG), "%s: bad reply from stablepagesd.",
                                        argv[0]);
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ResetDevicePolicy", &error,
                                &reply, "st", disk, arg_runtime ? SET_FLAG_RUNTIME : UINT64_C(0));
         if (r < 0)
@@ -160,7 +167,7 @@ int verb_apply(int argc, char **argv) {
         r = ctl_resolve_names(bus, argc, argv, &disks);
         if (r < 0)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Apply");
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, disks);
@@ -216,7 +223,7 @@ int verb_reload(int argc, char **argv) {
         int r = ctl_daemon_bus("reload", &bus);
         if (r < 0)
                 return r;
-        (void) sd_bus_set_allow_interactive_authorization(bus, isatty(STDIN_FILENO));
+        ctl_ask_password(bus);
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "Reload", &error, NULL, "");
         if (r < 0)
                 return ctl_call_error("reload", &error, r);
@@ -251,10 +258,21 @@ static void diags_json(const ConfigDiags *diags, size_t errors) {
         ctl_json_end(&w);
 }
 
+int ctl_config_load(Config *ret, ConfigDiags *diags) {
+        _cleanup_free_ char *file = NULL, *dir = NULL;
+
+        if (arg_config_dir) {
+                file = path_join(arg_config_dir, "stablepages.conf");
+                dir = path_join(arg_config_dir, "stablepages.conf.d");
+                if (!file || !dir)
+                        return -ENOMEM;
+        }
+        return config_load(file ?: CONFIG_FILE, dir ?: CONFIG_DROPIN_DIR, ret, diags);
+}
+
 int verb_check_config(int argc, char **argv) {
         _cleanup_(config_done) Config c = {};
         _cleanup_(config_diags_done) ConfigDiags diags = {};
-        _cleanup_free_ char *file = NULL, *dir = NULL;
         int r;
 
         assert(argv);
@@ -263,15 +281,8 @@ int verb_check_config(int argc, char **argv) {
                 r = config_init_defaults(&c);
                 if (r >= 0)
                         r = config_parse_file(&c, argv[0], &diags);
-        } else {
-                if (arg_config_dir) {
-                        file = path_join(arg_config_dir, "stablepages.conf");
-                        dir = path_join(arg_config_dir, "stablepages.conf.d");
-                        if (!file || !dir)
-                                return log_oom();
-                }
-                r = config_load(file ?: CONFIG_FILE, dir ?: CONFIG_DROPIN_DIR, &c, &diags);
-        }
+        } else
+                r = ctl_config_load(&c, &diags);
         if (r < 0)
                 return log_error_errno(r, "check-config: %m");
         size_t errors = config_diags_errors(&diags);

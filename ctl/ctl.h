@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
+#include "config.h"
 #include "exit-code.h"
 #include "json.h"
 #include "macro.h"
@@ -19,8 +20,13 @@ extern bool arg_force;
 extern bool arg_apply;
 extern bool arg_remount;
 extern bool arg_bind_name;          /* set: bind the persistent override to the kernel name */
+extern bool arg_ask_password;       /* false: --no-ask-password */
 extern const char *arg_config_file; /* check-config and the no-daemon fallback */
 extern const char *arg_config_dir;
+
+/* Reads the configuration as the daemon would: /etc/stablepages.conf and its drop-ins, or
+ * those of --config-dir=. Returns 0 or -ENOMEM (config_load()). */
+int ctl_config_load(Config *ret, ConfigDiags *diags);
 
 /* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured). Returns 0 or -errno. */
 int ctl_bus_open(sd_bus **ret);
@@ -32,6 +38,11 @@ bool ctl_daemon_running(sd_bus *bus);
 /* Opens the bus and checks that the daemon is there, for the verbs that need it. Returns 0,
  * or -ESRCH when the daemon is not running (logged, naming verb). */
 int ctl_daemon_bus(const char *verb, sd_bus **ret);
+
+/* Before a call that polkit may decide: unless --no-ask-password, starts the polkit agent (on
+ * a terminal, not as root), allows interactive authorization, and lets the calls on bus wait
+ * as long as the daemon waits for polkit. */
+void ctl_ask_password(sd_bus *bus);
 
 /* Prints "VERB: message" for a failed call and returns what it means: -ENODEV for no such
  * device, -EINVAL for an invalid name, -EIO for any other error the daemon replied, else r. */
@@ -65,4 +76,5 @@ int verb_apply(int argc, char **argv);
 int verb_reload(int argc, char **argv);
 int verb_monitor(int argc, char **argv);
 int verb_check_config(int argc, char **argv);
+int verb_show_config(int argc, char **argv);
 int verb_stats(int argc, char **argv);

@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "pager.h"
+#include "polkit-agent.h"
 #include "util.h"
 
 JsonMode arg_json = JSON_OFF;
@@ -16,6 +17,7 @@ bool arg_force = false;
 bool arg_apply = false;
 bool arg_remount = false;
 bool arg_bind_name = false;
+bool arg_ask_password = true;
 const char *arg_config_file = NULL;
 const char *arg_config_dir = NULL;
 static bool arg_pager = true;
@@ -36,6 +38,7 @@ static const Verb verbs[] = {
         { "reload", 0, 0, verb_reload },
         { "monitor", 0, 0, verb_monitor },
         { "check-config", 0, 1, verb_check_config },
+        { "show-config", 0, 0, verb_show_config },
 };
 
 static void help(void) {
@@ -50,22 +53,28 @@ static void help(void) {
                "  apply [DEVICE...]         Apply the decisions now\n"
                "  reload                    Make the daemon re-read its configuration\n"
                "  monitor                   Print changes as they happen\n"
-               "  check-config [FILE]       Check the configuration, report file:line\n\n"
+               "  check-config [FILE]       Check the configuration, report file:line\n"
+               "  show-config               Show the configuration in force, each key with its\n"
+               "                            file:line\n\n"
                "Options:\n"
                "  -h --help                 Show this help\n"
                "     --version              Show package version\n"
-               "     --json=pretty|short    Print JSON\n"
+               "     --json=pretty|short|off\n"
+               "                            Print JSON (or not: off)\n"
                "     --no-legend            Do not print the table header\n"
                "     --no-pager             Do not pipe output into a pager\n"
+               "     --no-ask-password      Do not ask for a password (no polkit agent)\n"
                "     --runtime              set/reset: only for this disk until it goes away\n"
                "                            (bound to its diskseq, kept in /run)\n"
                "     --bind=id|name         set: bind a persistent override to the disk's\n"
                "                            stable ID (default) or to its kernel name\n"
+               "                            (never with --force)\n"
                "     --force                set: allow off on a device that needs stable writes\n"
                "     --apply                set: apply the new decision now\n"
                "     --remount              apply: cycle idle mounted filesystems\n"
-               "     --config-dir=DIR       check-config and the no-daemon fallback: read\n"
-               "                            DIR/stablepages.conf and DIR/stablepages.conf.d/\n\n"
+               "     --config-dir=DIR       check-config, show-config and the no-daemon\n"
+               "                            fallback: read DIR/stablepages.conf and\n"
+               "                            DIR/stablepages.conf.d/\n\n"
                "Exit status: 0 success, 1 failure, 2 usage, 4 no such device.\n"
                "See stablepagesctl(1).\n",
                program_invocation_short_name);
@@ -83,6 +92,7 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_REMOUNT,
                 ARG_CONFIG_DIR,
                 ARG_BIND,
+                ARG_NO_ASK_PASSWORD,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -96,6 +106,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "remount", no_argument, NULL, ARG_REMOUNT },
                 { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
                 { "bind", required_argument, NULL, ARG_BIND },
+                { "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
                 {},
         };
         int c;
@@ -113,9 +124,12 @@ static int parse_argv(int argc, char *argv[]) {
                                 arg_json = JSON_SHORT;
                         else if (streq(optarg, "pretty"))
                                 arg_json = JSON_PRETTY;
+                        else if (streq(optarg, "off"))
+                                arg_json = JSON_OFF;
                         else
                                 return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
-                                                       "--json= takes pretty or short, not \"%s\".", optarg);
+                                                       "--json= takes pretty, short or off, not \"%s\".",
+                                                       optarg);
                         break;
                 case ARG_NO_LEGEND:
                         arg_legend = false;
@@ -143,6 +157,9 @@ static int parse_argv(int argc, char *argv[]) {
                                 return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
                                                        "--bind= takes id or name, not \"%s\".", optarg);
                         arg_bind_name = streq(optarg, "name");
+                        break;
+                case ARG_NO_ASK_PASSWORD:
+                        arg_ask_password = false;
                         break;
                 case '?':
                         return -EINVAL;
@@ -200,6 +217,18 @@ int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
         return sd_bus_error_is_set(error) ? -EIO : r;
 }
 
+void ctl_ask_password(sd_bus *bus) {
+        assert(bus);
+
+        if (!arg_ask_password)
+                return;
+        (void) polkit_agent_open();
+        (void) sd_bus_set_allow_interactive_authorization(bus, true);
+        /* The daemon's answer comes when polkit's does, after the password; a little later when
+         * polkit gave up waiting for it. */
+        (void) sd_bus_set_method_call_timeout(bus, BUS_POLKIT_TIMEOUT_USEC + 10 * USEC_PER_SEC);
+}
+
 void ctl_json_begin(JsonWriter *w) {
         json_init(w, stdout, arg_json == JSON_PRETTY);
 }
@@ -236,6 +265,7 @@ int main(int argc, char *argv[]) {
                                                 "%s: wrong number of arguments; see --help.", name));
                 r = v->dispatch(nargs, args);
                 pager_close();
+                polkit_agent_close();
                 /* Whatever printed "error:" failed, whatever the verb thought. */
                 if (r >= 0 && log_get_n_errors() > 0)
                         return EXIT_FAIL;

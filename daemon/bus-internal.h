@@ -116,6 +116,7 @@ int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_reset_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error);
+int method_get_config(sd_bus_message *m, void *userdata, sd_bus_error *error);
 
 /* The objects (bus.c): the Manager at BUS_PATH, a Device per disk under BUS_DEVICE_PREFIX,
  * found and listed by the Manager's disks, with the service as userdata. */

@@ -166,6 +166,13 @@ int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *er
         r = find_device(b, name, &d, error);
         if (r < 0)
                 return r;
+        if ((flags & SET_FLAG_FORCE) && (flags & SET_FLAG_BIND_NAME))
+                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
+                                   "%s: a forced override is never bound to the kernel name, which goes to "
+                                   "whichever disk takes it: bind it to the disk's identity (without flag "
+                                   "0x%" PRIx64 ") or set it at run time (flag 0x%" PRIx64
+                                   ", bound to this disk's diskseq)",
+                                   d->facts->name, SET_FLAG_BIND_NAME, SET_FLAG_RUNTIME);
         return bus_authorize(b->auth, m, set_device_policy_actions(flags), set_device_policy_authorized, b,
                              error);
 }

@@ -6,7 +6,6 @@
 #include "log.h"
 #include "util.h"
 
-#define POLKIT_TIMEOUT_USEC (120 * USEC_PER_SEC)
 #define MAX_CALLERS 64 /* connections remembered, with their uid or its lookup */
 #define MAX_ACTIONS 4
 
@@ -152,7 +151,8 @@ static int ask_polkit(PendingAuth *p) {
                         sd_bus_message_get_sender(p->message), p->actions[p->next], 0,
                         (uint32_t) sd_bus_message_get_allow_interactive_authorization(p->message), "");
         if (r >= 0)
-                r = sd_bus_call_async(p->auth->bus, &p->slot, call, on_polkit_reply, p, POLKIT_TIMEOUT_USEC);
+                r = sd_bus_call_async(p->auth->bus, &p->slot, call, on_polkit_reply, p,
+                                      BUS_POLKIT_TIMEOUT_USEC);
         return r;
 }
 
@@ -212,12 +212,48 @@ done:
         return 1;
 }
 
-/* Answers a call over a bound: of_user tells which one. */
-static int refuse(sd_bus_error *error, bool of_user, unsigned pending) {
+/* Answers a call over a bound; what says which ("16 of this user"). */
+static int refuse(sd_bus_error *error, const char *what) {
         return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                 "Too many authorization checks wait for polkit (%u%s); try again once they "
+                                 "Too many authorization checks wait for polkit (%s); try again once they "
                                  "are answered",
-                                 pending, of_user ? " of this user" : "");
+                                 what);
+}
+
+/* The checks waiting beyond each user's first. */
+static size_t checks_beyond_first(const BusAuth *a) {
+        return a->n_checks - a->n_users; /* every user listed has a check waiting */
+}
+
+/* Refuses a further check of u, a user with checks waiting, over its own bound or over the
+ * share of all users' further checks. Returns 0 when it may go on, else what a method handler
+ * returns (p is then freed). */
+static int refuse_further(BusAuth *a, AuthUser *u, PendingAuth *p, sd_bus_error *error) {
+        char what[128];
+        int r;
+
+        if (u->pending >= BUS_AUTH_MAX_PENDING_PER_UID) {
+                if (u->refused++ == 0)
+                        log_warning(
+                                "uid %u has %u authorization checks waiting for polkit: its further calls "
+                                "are refused until polkit answers.",
+                                (unsigned) u->uid, u->pending);
+                snprintf(what, sizeof what, "%u of this user", u->pending);
+        } else if (checks_beyond_first(a) >= BUS_AUTH_MAX_PENDING - BUS_AUTH_RESERVED_FIRST) {
+                if (u->refused++ == 0)
+                        log_warning(
+                                "uid %u has %u authorization checks waiting for polkit and the users with "
+                                "checks waiting hold %zu beyond their first: its further calls are "
+                                "refused until polkit answers; the first call of another user is still "
+                                "taken.",
+                                (unsigned) u->uid, u->pending, checks_beyond_first(a));
+                snprintf(what, sizeof what, "%u of this user, %zu of users beyond their first", u->pending,
+                         checks_beyond_first(a));
+        } else
+                return 0;
+        r = refuse(error, what);
+        pending_auth_free(p);
+        return r;
 }
 
 /* The uid of p's caller is known: runs p (root), asks polkit, or refuses it over a bound.
@@ -234,23 +270,18 @@ static int start_check(PendingAuth *p, sd_bus_error *error) {
                 pending_auth_free(p);
                 return run(m, userdata, error);
         }
-        if (u && u->pending >= BUS_AUTH_MAX_PENDING_PER_UID) {
-                if (u->refused++ == 0)
-                        log_warning(
-                                "uid %u has %u authorization checks waiting for polkit: its further calls "
-                                "are refused until polkit answers.",
-                                (unsigned) p->uid, u->pending);
-                r = refuse(error, true, u->pending);
-                pending_auth_free(p);
+        /* users[] lists the users with checks waiting: u is NULL for a first check. */
+        if (u && (r = refuse_further(a, u, p, error)) != 0)
                 return r;
-        }
         if (a->n_checks >= BUS_AUTH_MAX_PENDING) {
+                char what[64];
                 if (a->refused_all++ == 0)
                         log_warning(
-                                "%zu authorization checks wait for polkit: further calls are refused until "
-                                "polkit answers.",
-                                a->n_checks);
-                r = refuse(error, false, (unsigned) a->n_checks);
+                                "%zu authorization checks of %zu users wait for polkit: further calls are "
+                                "refused until polkit answers.",
+                                a->n_checks, a->n_users);
+                snprintf(what, sizeof what, "%zu", a->n_checks);
+                r = refuse(error, what);
                 pending_auth_free(p);
                 return r;
         }
@@ -392,8 +423,10 @@ int bus_authorize(BusAuth *a, sd_bus_message *m, const char *const *actions, bus
         }
         if (c && c->lookup) {
                 if (c->waiting >= BUS_AUTH_MAX_PENDING_PER_UID) {
+                        char what[64];
+                        snprintf(what, sizeof what, "%u of this connection", c->waiting);
                         pending_auth_free(p);
-                        return refuse(error, true, c->waiting);
+                        return refuse(error, what);
                 }
                 r = pending_add(a, p);
                 if (r < 0) {

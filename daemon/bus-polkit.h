@@ -7,10 +7,15 @@
  *
  * Checks waiting for polkit are bounded: at most BUS_AUTH_MAX_PENDING_PER_UID of one user and
  * BUS_AUTH_MAX_PENDING of everyone (dbus-daemon refuses a connection more than 128 calls
- * waiting for replies: the daemon keeps room for its own). A call over a bound is answered at
- * once with org.freedesktop.DBus.Error.LimitsExceeded, so that a user whose polkit agent never
- * answers cannot take the API from everyone else; the first refusal and the count, when the
- * user's checks are over, are logged.
+ * waiting for replies: the daemon keeps room for its own). The bounds are fair per user: the
+ * last BUS_AUTH_RESERVED_FIRST of BUS_AUTH_MAX_PENDING are only for the first check of a user
+ * who has none waiting, so that users with checks waiting hold at most
+ * BUS_AUTH_MAX_PENDING - BUS_AUTH_RESERVED_FIRST beyond each one's first. A few users whose
+ * polkit agents never answer (four of them filled every slot before) cannot lock anyone else
+ * out: a user with no check waiting is refused only while BUS_AUTH_RESERVED_FIRST other users
+ * have checks waiting. A call over a bound is answered at once with
+ * org.freedesktop.DBus.Error.LimitsExceeded; the first refusal and the count, when the user's
+ * checks are over, are logged.
  *
  * The caller's uid is dbus-daemon's (GetConnectionUnixUser: SO_PEERCRED when it connected),
  * never read from /proc (a PID may be reused). It is asked for without waiting (the calls of a
@@ -24,6 +29,7 @@
 
 #define BUS_AUTH_MAX_PENDING 64
 #define BUS_AUTH_MAX_PENDING_PER_UID 16
+#define BUS_AUTH_RESERVED_FIRST 16
 
 typedef struct BusAuth BusAuth;
 

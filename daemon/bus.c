@@ -146,6 +146,9 @@ const sd_bus_vtable manager_vtable[] = {
                 method_get_stalls, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ResetStalls", "s", SD_BUS_PARAM(name), NULL, , method_reset_stalls,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetConfig", NULL, , "asa(ssssa(su))",
+                                 SD_BUS_PARAM(files) SD_BUS_PARAM(entries), method_get_config,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES(
                 "Applied", "sbbs",
                 SD_BUS_PARAM(name) SD_BUS_PARAM(old_value) SD_BUS_PARAM(new_value) SD_BUS_PARAM(reason), 0),

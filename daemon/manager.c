@@ -5,11 +5,13 @@
 #include <stdio_ext.h>
 #include <systemd/sd-daemon.h>
 
+#include "config-in-force.h"
 #include "history.h"
 #include "learned.h"
 #include "log.h"
 #include "manager-stalls.h"
 #include "manager.h"
+#include "message-id.h"
 #include "remount.h"
 #include "util.h"
 
@@ -150,9 +152,11 @@ static int manager_check_drift(Manager *m, const EngineDevice *d) {
                 s->flag = f->moved_from;
         if (s->flag != ATTR_ABSENT && f->stable_writes != ATTR_ABSENT && f->stable_writes != s->flag &&
             (d->decision.desired < 0 || d->decision.desired != f->stable_writes))
-                log_warning("%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
-                            s->flag, f->stable_writes,
-                            d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
+                log_struct(LOG_WARNING, d->decision.desired < 0 ? NULL : SP_MESSAGE_DRIFT,
+                           LOG_FIELDS("STABLEPAGES_DEVICE", f->name),
+                           "%s: queue/stable_writes changed from %d to %d outside this daemon%s", f->name,
+                           s->flag, f->stable_writes,
+                           d->decision.desired < 0 ? " (left as it is)" : ", correcting it");
         s->flag = f->stable_writes;
         return 0;
 }
@@ -596,6 +600,32 @@ static int manager_arm_rescan(Manager *m) {
         return sd_event_source_set_enabled(m->rescan, SD_EVENT_ONESHOT);
 }
 
+/* Writes the configuration in force where the udev applier finds it while the files have
+ * errors, under the lock that says this daemon runs (config-in-force.h). */
+static void manager_save_in_force(Manager *m) {
+        const char *dir = m->engine.runtime_dir;
+        pid_t holder = 0;
+        int r;
+
+        if (m->in_force_lock < 0) {
+                r = config_in_force_lock(dir, &holder);
+                if (r == -EBUSY)
+                        log_warning("Another process (pid %d) holds %s/" CONFIG_IN_FORCE_LOCK
+                                    ": is another stablepagesd using %s?",
+                                    (int) holder, dir, dir);
+                else if (r < 0)
+                        log_warning_errno(r, "Cannot lock %s/" CONFIG_IN_FORCE_LOCK ": %m", dir);
+                else
+                        m->in_force_lock = r;
+        }
+        r = config_in_force_save(dir, &m->engine.config);
+        if (r < 0)
+                log_warning_errno(r,
+                                  "Cannot write the configuration in force to %s/" CONFIG_IN_FORCE_FILE
+                                  ": the udev applier reads the files even when they have errors: %m",
+                                  dir);
+}
+
 static void log_diags(const ConfigDiags *d) {
         for (size_t i = 0; i < d->n; i++) {
                 const ConfigDiag *c = &d->items[i];
@@ -639,6 +669,7 @@ int manager_reload(Manager *m, ConfigDiags *ret_diags) {
         engine_set_config(e, &c);
         config_diags_done(&e->diags);
         e->diags = d; /* warnings only */
+        manager_save_in_force(m);
         if (ret_diags)
                 *ret_diags = (ConfigDiags){};
         log_info("Configuration reloaded: Policy=%s.", policy_mode_to_string(e->config.policy));
@@ -826,6 +857,7 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         m = calloc(1, sizeof(Manager));
         if (!m)
                 return -ENOMEM;
+        m->in_force_lock = -EBADF;
         r = engine_init(&m->engine, options);
         if (r < 0)
                 return r;
@@ -838,6 +870,7 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         if (r < 0)
                 return r;
         log_diags(&m->engine.diags);
+        manager_save_in_force(m);
         r = engine_load_overrides(&m->engine);
         if (r < 0)
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m",
@@ -956,6 +989,8 @@ Manager *manager_free(Manager *m) {
         free(m->snapshots);
         strv_free(m->uevent_disks);
         free(m->status);
+        if (m->in_force_lock >= 0)
+                close(m->in_force_lock);
         engine_done(&m->engine);
         return mfree(m);
 }

@@ -107,6 +107,7 @@ struct Manager {
         uint64_t stall_lost, stall_lost_comms; /* the probe's losses at the last poll (logged) */
         uint64_t stall_frame_mismatches;       /* the probe's failed audits at the last poll (logged) */
 
+        int in_force_lock;    /* holds the lock of config-in-force.h while the daemon runs */
         char *status;         /* the last STATUS= sent */
         uint64_t dump_digest; /* FNV-1a of the last content of devices.json */
         bool dump_written;

@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 
 #include "log.h"
+#include "message-id.h"
 #include "mounts.h"
 #include "sysfs.h"
 #include "util.h"
@@ -483,10 +484,13 @@ void mount_tracker_update_pending(MountTracker *t, const Engine *e) {
                         }
                         hazard = !m->effective && !m->own_reason && need_is_protected(d->class.need);
                         if (hazard && !m->hazard_logged)
-                                log_error("%s (%s on %s) runs without stable writes, but %s requires them "
-                                          "(%s): unmount and mount it again.",
-                                          m->target, m->fstype, m->disk, m->disk,
-                                          d->class.reasons ? d->class.reasons[0] : "need unknown");
+                                log_struct(LOG_ERR, SP_MESSAGE_HAZARD,
+                                           LOG_FIELDS("STABLEPAGES_DEVICE", m->disk, "STABLEPAGES_MOUNT",
+                                                      m->target),
+                                           "%s (%s on %s) runs without stable writes, but %s requires them "
+                                           "(%s): unmount and mount it again.",
+                                           m->target, m->fstype, m->disk, m->disk,
+                                           d->class.reasons ? d->class.reasons[0] : "need unknown");
                 }
                 m->hazard_logged = hazard;
         }

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
+
 #include "identity.h"
 #include "log.h"
 #include "overrides.h"
@@ -85,8 +87,22 @@ int manager_set_persistent(Manager *m, const char *name, Setting setting, bool f
         if (setting == SETTING_AUTO && !force) {
                 r = remove_dropins(existing, NULL, disk, "removed", &changes, ret_message);
         } else {
-                r = stable_id_pick(d->facts, &e->table, by_name ? STABLE_ID_BY_NAME : STABLE_ID_ANY, &id,
-                                   &why);
+                /* A forced override must never reach another disk: never the slot, never the name. */
+                assert(!(force && by_name));
+                r = stable_id_pick(d->facts, &e->table,
+                                   force     ? STABLE_ID_OF_DISK
+                                   : by_name ? STABLE_ID_BY_NAME
+                                             : STABLE_ID_ANY,
+                                   &id, &why);
+                if (r == -ENXIO && force) {
+                        *ret_message = strdup_printf(
+                                "%s: refusing a persistent forced override: %s; a forced setting must never "
+                                "reach another disk (a slot or a kernel name goes to whichever disk takes "
+                                "it): use --runtime --force, bound to this disk's diskseq until it goes "
+                                "away",
+                                disk, why);
+                        return *ret_message ? -ENXIO : -ENOMEM;
+                }
                 if (r == -ENXIO) {
                         *ret_message =
                                 strdup_printf("%s: %s; use --runtime for an override of this disk until "

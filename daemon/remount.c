@@ -8,6 +8,7 @@
 
 #include "flag.h"
 #include "log.h"
+#include "message-id.h"
 #include "remount.h"
 #include "sysfs.h"
 #include "util.h"
@@ -322,6 +323,21 @@ static void conclusion_note(Remounter *r, const Conclusion *c) {
         }
 }
 
+/* The MESSAGE_ID of a cycle's outcome that an administrator looks for (message-id.h), or NULL. */
+static const char *conclusion_message_id(RemountOutcome o) {
+        switch (o) {
+        case REMOUNT_DONE:
+                return SP_MESSAGE_REMOUNT_DONE;
+        case REMOUNT_RESTORED:
+        case REMOUNT_UNMOUNTED:
+        case REMOUNT_DIFFERENT:
+        case REMOUNT_FAILED:
+                return SP_MESSAGE_REMOUNT_FAILED;
+        default:
+                return NULL;
+        }
+}
+
 /* Builds the result of c, logs it, keeps the note, tells the handler and the request q (may be
  * NULL). Takes nothing. */
 static void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
@@ -341,7 +357,9 @@ static void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
                 result_done(&res);
                 return (void) log_oom();
         }
-        log_full(level, "%s", res.message);
+        log_struct(level, conclusion_message_id(c->outcome),
+                   LOG_FIELDS("STABLEPAGES_DEVICE", res.disk, "STABLEPAGES_MOUNT", res.target), "%s",
+                   res.message);
 
         if (m->handler)
                 m->handler(m,

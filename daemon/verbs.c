@@ -5,6 +5,7 @@
 #include "dm-table.h"
 #include "exit-code.h"
 #include "log.h"
+#include "loop-backing.h"
 #include "sysfs.h"
 #include "util.h"
 #include "verbs.h"
@@ -13,12 +14,13 @@
  * logs config problems. Returns 0, or -EIO when it cannot: a failure (exit 1) whatever the
  * cause, even an -EINVAL (a bad --kernel-release) or an -ENODEV (a disk gone while read). */
 static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
+        _cleanup_free_ char *note = NULL;
         int r = engine_init(e, o);
         if (r < 0) {
                 log_error_errno(r, "Cannot initialize: %m");
                 return -EIO;
         }
-        r = engine_load_config(e);
+        r = engine_load_config_in_force(e, &note);
         if (r < 0) {
                 log_error_errno(r, "Cannot load the configuration: %m");
                 return -EIO;
@@ -32,6 +34,8 @@ static int engine_setup(Engine *e, const EngineOptions *o, char *const *disks) {
                         log_full(d->level == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s: %s", d->file,
                                  d->message);
         }
+        if (note)
+                log_notice("%s.", note);
         r = engine_load_overrides(e);
         if (r < 0)
                 log_warning_errno(r, "Cannot read runtime overrides in %s, ignoring: %m", e->runtime_dir);
@@ -201,6 +205,34 @@ int verb_dump(const EngineOptions *o, const char *json, char **names, int n) {
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
+/* udev-facts of a loop device: the device under its backing file (loop-backing.h); nothing for
+ * another disk that is not a dm device. */
+static int udev_facts_loop(const char *root, const char *name, dev_t devnum) {
+        _cleanup_free_ char *loop = strdup_printf("%s/block/%s/loop", root, name);
+        _cleanup_free_ char *node = strdup_printf("/dev/%s", name);
+        _cleanup_strv_free_ char **lines = NULL;
+        struct stat st;
+
+        if (!loop || !node)
+                return log_oom();
+        if (stat(loop, &st) < 0 || !S_ISDIR(st.st_mode))
+                return 0; /* neither dm nor loop: nothing only root can read */
+        int r = loop_backing_udev_facts(root, name, devnum, node, &lines);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot ask the kernel for its backing file through %s: %m", name,
+                                node);
+                return -EIO;
+        }
+        STRV_FOREACH (l, lines)
+                if (startswith(*l, LOOP_BACKING_ERROR_PROPERTY "="))
+                        log_warning("%s: %s", name, *l + strlen(LOOP_BACKING_ERROR_PROPERTY "="));
+        STRV_FOREACH (l, lines)
+                printf("%s\n", *l);
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 int verb_udev_facts(const EngineOptions *o, char **names, int n) {
         const char *root = o->sysfs_root ?: "/sys";
         _cleanup_free_ char *devp = NULL, *dmp = NULL, *dev = NULL, *full = NULL;
@@ -224,7 +256,7 @@ int verb_udev_facts(const EngineOptions *o, char **names, int n) {
                 return log_error_errno(SYNTHETIC_ERRNO(ENODEV), "%s: no such disk under %s/block.", names[0],
                                        root);
         if (stat(full, &st) < 0 || !S_ISDIR(st.st_mode))
-                return 0; /* not a dm device: nothing only root can read */
+                return udev_facts_loop(root, names[0], devnum);
 
         r = dm_table_read_kernel(devnum, &t);
         if (r < 0) {

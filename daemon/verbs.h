@@ -25,8 +25,9 @@ int verb_dump(const EngineOptions *o, const char *json, char **names, int n);
 
 /* Prints the facts of one disk that only root can read, as udev properties (KEY=value
  * lines) for the udev rule's IMPORT{program}: the device-mapper table of a dm device
- * (dm-table.h). Nothing for other disks. Returns 0, -EIO when the table cannot be read, -EINVAL
- * for usage errors, -ENODEV when no such disk. */
+ * (dm-table.h), the device under a loop device's backing file (loop-backing.h). Nothing for
+ * other disks. Returns 0, -EIO when the table or the loop device cannot be read, -EINVAL for
+ * usage errors, -ENODEV when no such disk. */
 int verb_udev_facts(const EngineOptions *o, char **names, int n);
 
 /* Runs the daemon until SIGTERM. Returns the exit code itself: 0, or 1 (EXIT_FAILURE, for

@@ -14,6 +14,8 @@
 #define BUS_POLKIT_PERSISTENT "org.stablepages1.manage-persistent" /* drop-ins in /etc */
 #define BUS_POLKIT_FORCE "org.stablepages1.force"                  /* --force: off despite the need */
 #define BUS_POLKIT_REMOUNT "org.stablepages1.remount"              /* the unmount + mount cycle */
+/* How long the daemon waits for polkit's answer, which may wait for the user's password. */
+#define BUS_POLKIT_TIMEOUT_USEC (120 * USEC_PER_SEC)
 
 #define BUS_ERROR_NO_SUCH_DEVICE "org.stablepages1.Error.NoSuchDevice"
 #define BUS_ERROR_INVALID_NAME "org.stablepages1.Error.InvalidName"

@@ -322,6 +322,13 @@ static int detect_loop(const DeviceFacts *f, unsigned kernel, Findings *fs) {
 
         if (f->kind != DEVICE_KIND_LOOP)
                 return 0;
+        if (f->loop_dio == 1 && f->loop_backing_unresolved)
+                /* Missing facts are never read as "none": the disk below may need it. */
+                return FOUND(fs, NEED_UNKNOWN, false, cause,
+                             "loop with dio=1 writes the page directly to its backing file \"%s\", and the "
+                             "disk holding that file is not known (it could not be resolved): a disk below "
+                             "that needs stable writes cannot be ruled out, treated as required",
+                             f->loop_backing_file);
         if (f->loop_dio == 1)
                 /* the need comes from the disk under the backing file: see classify_one() */
                 return FOUND(fs, NEED_NONE, false, cause,

@@ -12,12 +12,17 @@
  *   parses section headers itself and hands inih an empty line instead;
  * - Debian builds inih with multi-line values (an indented line continues the previous
  *   value) and ';' inline comments: the reader strips leading whitespace and rejects
- *   values with a comment character after whitespace, so neither ever applies;
- * - inih splits over-long lines into several (its buffer is INI_MAX_LINE bytes): the
- *   reader reports them instead.
+ *   values with a comment character after whitespace, so neither applies to what a file
+ *   says (continuation lines carry only the pieces of long lines, below);
+ * - inih reads a line into a buffer of INI_MAX_LINE bytes (200 in Debian's build), short for
+ *   a path: a "Key=value" line that does not fit is handed to inih in pieces, "Key=" and the
+ *   first piece, then the others as continuation lines (" piece", which the multi-line values
+ *   of Debian's build pass to the handler under the same key), cut where inih's stripping of
+ *   whitespace and comments loses nothing; the handler joins them and checks that the whole
+ *   value came back. Lines are at most CONFIG_LINE_MAX bytes.
  *
- * So inih only ever sees "\n" or a validated "Key=value\n". The keys and sections
- * themselves are config.c's item table. */
+ * So inih only ever sees "\n", a validated "Key=value\n", or the pieces of one. The keys and
+ * sections themselves are config.c's item table. */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -226,16 +231,79 @@ static const char *find_inline_comment(const char *v) {
         return NULL;
 }
 
+/* Whether a value may be cut before position i (0 < i < strlen): inih strips the whitespace
+ * around each piece and takes a continuation line that starts with '#' or ';' for a comment. */
+static bool split_point_ok(const char *v, size_t i) {
+        return !isspace((unsigned char) v[i - 1]) && !isspace((unsigned char) v[i]) && !strchr("#;", v[i]);
+}
+
+/* Writes the next piece of s->split, at most max bytes, as "prefix" "piece" "\n" into str (num
+ * bytes). When the value cannot be cut within max bytes, reports it, forgets the line and
+ * writes "\n". */
+static void split_next_piece(ParseState *s, char *str, int num, const char *prefix, size_t max) {
+        SplitLine *l = &s->split;
+        size_t end = MIN(l->pos + max, l->len);
+
+        while (end < l->len && end > l->pos && !split_point_ok(l->value, end))
+                end--;
+        if (end == l->pos) {
+                l->active = false;
+                diag_error(s,
+                           "%s=: the value has a run of blanks or of '#' and ';' too long for the parser "
+                           "to take in pieces; ignoring this line",
+                           l->name);
+                strcpy(str, "\n");
+                return;
+        }
+        snprintf(str, (size_t) num, "%s%.*s\n", prefix, (int) (end - l->pos), l->value + l->pos);
+        l->pos = end;
+}
+
+/* Starts handing the line "name=value" (name shorter than s->split.name) to inih in pieces
+ * (see the top of this file). */
+static void split_start(ParseState *s, char *str, int num, const char *name, const char *value) {
+        SplitLine *l = &s->split;
+        char prefix[sizeof l->name + 1];
+
+        *l = (SplitLine){ .active = true, .len = strlen(value) };
+        strcpy(l->name, name);
+        memcpy(l->value, value, l->len + 1);
+        snprintf(prefix, sizeof prefix, "%s=", name);
+        /* "name=", the piece, "\n\0" (num is INI_MAX_LINE, 200, far more than "name=" needs) */
+        split_next_piece(s, str, num, prefix,
+                         (size_t) num > strlen(prefix) + 2 ? (size_t) num - strlen(prefix) - 2 : 0);
+}
+
+/* Reports a split line whose pieces did not all come back from inih (a build of inih without
+ * multi-line values), and forgets it. */
+static void split_lost(ParseState *s) {
+        if (!s->split.active)
+                return;
+        s->split.active = false;
+        diag_error(s,
+                   "%s=: the line is longer than the parser's buffer and its pieces did not come back "
+                   "whole (inih built without multi-line values?); ignoring this line",
+                   s->split.name);
+}
+
 /* The inih reader: hands inih the next line, or "\n" when the line is bad or is handled
- * here (section headers, comments, lines in ignored sections). See the top of this file. */
+ * here (section headers, comments, lines in ignored sections), or the next piece of a long
+ * line. See the top of this file. */
 static char *config_reader(char *str, int num, void *stream) {
         ParseState *s = stream;
         const char *line, *nl;
-        size_t len, max;
-        char buf[num > 0 ? num : 1], key[64];
+        size_t len;
+        char buf[CONFIG_LINE_MAX + 1], key[64];
         char *t, *eq, *name, *value;
 
-        if (s->pos >= s->size || num < 4 || s->error < 0)
+        if (s->error < 0 || num < 4)
+                return NULL;
+        if (s->split.active && s->split.pos < s->split.len) {
+                split_next_piece(s, str, num, " ", (size_t) num - 3); /* " piece\n\0" */
+                return str;
+        }
+        split_lost(s);
+        if (s->pos >= s->size)
                 return NULL;
 
         line = s->data + s->pos;
@@ -252,9 +320,7 @@ static char *config_reader(char *str, int num, void *stream) {
                 len -= 3;
         }
 
-        /* inih needs room for "\r\n\0" after the longest line (see INI_MAX_LINE in ini.h). */
-        max = (size_t) num - 3;
-        if (!line_check_bytes(s, line, len, max)) {
+        if (!line_check_bytes(s, line, len, CONFIG_LINE_MAX)) {
                 /* A broken section header: its keys must not land in the previous section. */
                 size_t i = 0;
                 while (i < len && isspace((unsigned char) line[i]))
@@ -315,9 +381,40 @@ static char *config_reader(char *str, int num, void *stream) {
                 break;
         }
 
-        /* Fits: name and value are shorter than the line, which is at most num - 3. */
-        snprintf(str, (size_t) num, "%s=%s\n", name, value);
+        if (strlen(name) >= sizeof s->split.name) {
+                /* No key of the table is that long: reported as unknown, inih has nothing to split. */
+                (void) config_handle_item(s, NULL, name, value);
+                return str;
+        }
+        /* "name=value\n\0", or in pieces when that does not fit */
+        if (snprintf(str, (size_t) num, "%s=%s\n", name, value) >= num)
+                split_start(s, str, num, name, value);
         return str;
+}
+
+/* The inih handler: a line, or a piece of a split line, joined until the line is whole. */
+static int config_handler(void *user, const char *section, const char *name, const char *value) {
+        ParseState *s = user;
+        SplitLine *l = &s->split;
+        size_t n = strlen(value ?: "");
+
+        if (!l->active)
+                return config_handle_item(user, section, name, value);
+        if (l->joined_len + n > l->len) {
+                split_lost(s);
+                return 1;
+        }
+        memcpy(l->joined + l->joined_len, value, n);
+        l->joined_len += n;
+        l->joined[l->joined_len] = '\0';
+        if (l->pos < l->len)
+                return 1; /* more pieces to come */
+        if (l->joined_len != l->len || memcmp(l->joined, l->value, l->len) != 0) {
+                split_lost(s);
+                return 1;
+        }
+        l->active = false;
+        return config_handle_item(user, section, l->name, l->joined);
 }
 
 /* Parses data (size bytes) named name on top of *c. Returns 0 or -ENOMEM. */
@@ -340,7 +437,8 @@ static int parse_data(Config *c, const char *name, const char *data, size_t size
         if (size == 0)
                 return 0;
 
-        r = ini_parse_stream(config_reader, &s, config_handle_item, &s);
+        r = ini_parse_stream(config_reader, &s, config_handler, &s);
+        split_lost(&s); /* the last line's pieces */
         if (s.error < 0)
                 return s.error;
         if (r == -2)
@@ -428,6 +526,8 @@ static int parse_path(Config *c, const char *path, bool missing_ok, ConfigDiags 
                                            "this file",
                                            CONFIG_FILE_SIZE_MAX);
         }
+        if (strv_extend(&c->files, path) < 0)
+                return -ENOMEM;
         return parse_data(c, path, buf, n, diags);
 }
 

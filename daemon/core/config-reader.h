@@ -13,6 +13,18 @@ typedef enum SectionKind {
         SECTION_IGNORED, /* unknown or malformed, already reported: its keys are skipped */
 } SectionKind;
 
+/* A Key=value line longer than inih's line buffer, handed to inih in pieces: "Key=" and the first
+ * piece, then each further piece as a continuation line (" piece"), which inih passes to the
+ * handler under the same key; the handler joins them and handles the line once it is whole. */
+typedef struct SplitLine {
+        char name[64]; /* longer names are no key of the table: reported without inih */
+        char value[CONFIG_LINE_MAX + 1];
+        size_t len, pos;                  /* of value; pos: how much was handed out */
+        char joined[CONFIG_LINE_MAX + 1]; /* the pieces inih handed back so far */
+        size_t joined_len;
+        bool active;
+} SplitLine;
+
 typedef struct ParseState {
         Config *config;
         ConfigDiags *diags;
@@ -24,6 +36,7 @@ typedef struct ParseState {
         SectionKind section;
         size_t rule; /* index into config->rules in SECTION_DEVICE */
         int error;   /* -ENOMEM, sticky */
+        SplitLine split;
 } ParseState;
 
 /* Records a problem at line of s->file, at most CONFIG_DIAGS_PER_FILE_MAX per file; sets

@@ -5,10 +5,12 @@
  * device-match.c matches [Device] sections to disks. */
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <strings.h>
 
 #include "classify.h"
 #include "config-reader.h"
+#include "identity.h"
 #include "util.h"
 
 static const char *const policy_mode_table[_POLICY_MODE_MAX] = {
@@ -64,6 +66,10 @@ void config_done(Config *c) {
         for (size_t i = 0; i < c->n_rules; i++)
                 device_rule_done(&c->rules[i]);
         free(c->rules);
+        for (size_t i = 0; i < c->n_sources; i++)
+                free(c->sources[i].file);
+        free(c->sources);
+        strv_free(c->files);
         *c = (Config){};
 }
 
@@ -145,13 +151,16 @@ void config_section_header(ParseState *s, char *line) {
  * "expected ..." lists names in their order, after what when set ("a boolean (yes or no)"). */
 typedef struct ConfigEnum {
         int (*from_string)(const char *s);
+        const char *(*to_string)(int v);
         const char *what;
         const char *const *names;
         size_t n_names;
 } ConfigEnum;
 
 typedef struct ConfigItem ConfigItem;
-typedef void (*ConfigParser)(ParseState *s, const ConfigItem *item, const char *value, void *data);
+/* Parses value into data; returns true when that changed the setting (false: the line was
+ * rejected, and said so). */
+typedef bool (*ConfigParser)(ParseState *s, const ConfigItem *item, const char *value, void *data);
 
 struct ConfigItem {
         SectionKind section;
@@ -162,6 +171,7 @@ struct ConfigItem {
         uint64_t unit;           /* for parse_usec */
         const char *unit_name;
         const ConfigEnum *values; /* for parse_enum */
+        bool list;                /* each line adds to the value (an empty one empties it) */
 };
 
 /* The enums are stored through an int. */
@@ -181,15 +191,32 @@ static int setting_value(const char *s) {
         return setting_from_string(s);
 }
 
+static const char *policy_mode_name(int v) {
+        return policy_mode_to_string(v);
+}
+
+static const char *apply_mounted_name(int v) {
+        return apply_mounted_to_string(v);
+}
+
+static const char *setting_name(int v) {
+        return setting_to_string(v);
+}
+
+static const char *boolean_name(int v) {
+        return v ? "yes" : "no";
+}
+
 static const char *const setting_names[] = { "on", "off", "auto" };
 static const char *const boolean_names[] = { "yes", "no" };
 
-static const ConfigEnum policy_values = { policy_mode_value, NULL, policy_mode_table,
+static const ConfigEnum policy_values = { policy_mode_value, policy_mode_name, NULL, policy_mode_table,
                                           ELEMENTSOF(policy_mode_table) };
-static const ConfigEnum apply_mounted_values = { apply_mounted_value, NULL, apply_mounted_table,
-                                                 ELEMENTSOF(apply_mounted_table) };
-static const ConfigEnum setting_values = { setting_value, NULL, setting_names, ELEMENTSOF(setting_names) };
-static const ConfigEnum boolean_values = { parse_boolean, "a boolean", boolean_names,
+static const ConfigEnum apply_mounted_values = { apply_mounted_value, apply_mounted_name, NULL,
+                                                 apply_mounted_table, ELEMENTSOF(apply_mounted_table) };
+static const ConfigEnum setting_values = { setting_value, setting_name, NULL, setting_names,
+                                           ELEMENTSOF(setting_names) };
+static const ConfigEnum boolean_values = { parse_boolean, boolean_name, "a boolean", boolean_names,
                                            ELEMENTSOF(boolean_names) };
 
 /* What an enumerated key expects, for people: "on, off or auto", "a boolean (yes or no)".
@@ -210,44 +237,46 @@ static char *enum_expected(const ConfigEnum *e) {
 }
 
 /* Policy=, ApplyMounted=, StableWrites=, Force=: one of item->values; empty: item->def. */
-static void parse_enum(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+static bool parse_enum(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         _cleanup_free_ char *expected = NULL;
         int *p = data, v;
 
         if (isempty(value)) {
                 *p = (int) item->def;
-                return;
+                return true;
         }
         v = item->values->from_string(value);
         if (v >= 0) {
                 *p = v;
-                return;
+                return true;
         }
         expected = enum_expected(item->values);
         if (!expected) {
                 s->error = -ENOMEM;
-                return;
+                return false;
         }
         diag_error(s, "invalid %s= value \"%s\": expected %s; ignoring this line", item->key, value,
                    expected);
+        return false;
 }
 
-static void parse_usec(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+static bool parse_usec(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         uint64_t *p = data;
         long long v;
 
         if (isempty(value)) {
                 *p = (uint64_t) item->def * item->unit;
-                return;
+                return true;
         }
         if (parse_int_range(value, item->min, item->max, &v) < 0) {
                 diag_error(s,
                            "invalid %s= value \"%s\": expected a whole number of %s from %lld "
                            "to %lld; ignoring this line",
                            item->key, value, item->unit_name, item->min, item->max);
-                return;
+                return false;
         }
         *p = (uint64_t) v * item->unit;
+        return true;
 }
 
 /* Normalizes an absolute path: drops duplicate and trailing slashes and "." components.
@@ -321,18 +350,18 @@ static void glob_list_fail_closed(ParseState *s, char ***l) {
 }
 
 /* Devices=: kernel name globs, appended; empty resets to "all". */
-static void parse_glob_list(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+static bool parse_glob_list(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         _cleanup_strv_free_ char **words = NULL;
         char ***l = data;
         size_t added = 0, bad = 0;
 
         if (isempty(value)) {
                 *l = strv_free(*l);
-                return;
+                return true;
         }
         if (split_words(value, &words) < 0) {
                 s->error = -ENOMEM;
-                return;
+                return false;
         }
         STRV_FOREACH (w, words) {
                 if (startswith(*w, "/dev/") && device_name_glob_is_valid(*w + 5)) {
@@ -353,26 +382,28 @@ static void parse_glob_list(ParseState *s, const ConfigItem *item, const char *v
                 }
                 if (strv_extend(l, *w) < 0) {
                         s->error = -ENOMEM;
-                        return;
+                        return false;
                 }
                 added++;
         }
         if (added == 0 && bad > 0)
                 glob_list_fail_closed(s, l);
+        return true; /* entries added, or the list fails closed */
 }
 
 /* NeverRemount=: absolute paths, appended; empty resets. */
-static void parse_path_list(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+static bool parse_path_list(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         _cleanup_strv_free_ char **words = NULL;
         char ***l = data;
+        size_t added = 0;
 
         if (isempty(value)) {
                 *l = strv_free(*l);
-                return;
+                return true;
         }
         if (split_words(value, &words) < 0) {
                 s->error = -ENOMEM;
-                return;
+                return false;
         }
         STRV_FOREACH (w, words) {
                 _cleanup_free_ char *path = NULL;
@@ -382,7 +413,7 @@ static void parse_path_list(ParseState *s, const ConfigItem *item, const char *v
                 r = path_normalize(*w, &path, &reason);
                 if (r == -ENOMEM) {
                         s->error = r;
-                        return;
+                        return false;
                 }
                 if (r < 0) {
                         diag_error(s,
@@ -391,17 +422,19 @@ static void parse_path_list(ParseState *s, const ConfigItem *item, const char *v
                                    item->key, *w, reason);
                         continue;
                 }
+                added++;
                 if (strv_contains(*l, path))
                         continue;
                 if (strv_extend(l, path) < 0) {
                         s->error = -ENOMEM;
-                        return;
+                        return false;
                 }
         }
+        return added > 0;
 }
 
 /* MetricsFile=: an absolute file path, or empty for none. */
-static void parse_file_path(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+static bool parse_file_path(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         _cleanup_free_ char *path = NULL;
         const char *reason = NULL;
         char **p = data;
@@ -409,12 +442,12 @@ static void parse_file_path(ParseState *s, const ConfigItem *item, const char *v
 
         if (isempty(value)) {
                 *p = mfree(*p);
-                return;
+                return true;
         }
         r = path_normalize(value, &path, &reason);
         if (r == -ENOMEM) {
                 s->error = r;
-                return;
+                return false;
         }
         if (r == 0 && (streq(path, "/") || value[strlen(value) - 1] == '/')) {
                 reason = "names a directory";
@@ -429,30 +462,58 @@ static void parse_file_path(ParseState *s, const ConfigItem *item, const char *v
                            "invalid %s= value \"%s\": %s, expected an absolute file path or "
                            "nothing; ignoring this line",
                            item->key, value, reason);
-                return;
+                return false;
         }
         free(*p);
         *p = TAKE_PTR(path);
+        return true;
 }
 
 /* Need=: recommended or required; it can only raise the detected need (checked per disk by
  * the engine, which knows the detected need). */
-static void parse_need(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+static bool parse_need(ParseState *s, const ConfigItem *item, const char *value, void *data) {
         int *p = data;
 
         if (isempty(value)) {
                 *p = -1;
-                return;
+                return true;
         }
         if (streq(value, "recommended") || streq(value, "required")) {
                 *p = need_from_string(value);
                 s->config->rules[s->rule].need_line = s->line;
-                return;
+                return true;
         }
         diag_error(s,
                    "invalid %s= value \"%s\": expected recommended or required (Need= can only raise "
                    "the detected need); ignoring this line",
                    item->key, value);
+        return false;
+}
+
+/* Force=: a boolean, and yes only in a section whose match names one disk itself
+ * (identity.h): a forced setting must never reach another disk. */
+static bool parse_force(ParseState *s, const ConfigItem *item, const char *value, void *data) {
+        const DeviceMatch *m = &s->config->rules[s->rule].match;
+        _cleanup_free_ char *why = NULL, *text = NULL;
+        int *p = data, before = *p;
+
+        if (!parse_enum(s, item, value, data))
+                return false;
+        if (*p <= 0 || stable_id_names_disk(m, &why))
+                return true;
+        *p = before;
+        text = device_match_to_string(m);
+        if (!why || !text) {
+                s->error = -ENOMEM;
+                return false;
+        }
+        diag_error(s,
+                   "Force=%s in [Device %s]: %s; a forced setting must never reach another disk: bind it "
+                   "to an identity of the disk itself, exactly (ID_WWN=, ID_SERIAL=, DM_UUID=, MD_UUID=, "
+                   "LOOP_BACKING_FILE=), or set it at run time (stablepagesctl set DISK off --force "
+                   "--runtime); ignoring this line",
+                   value, text, why);
+        return false;
 }
 
 #define USEC_ITEM(k, field, lo, hi, d, u, uname)                                                            \
@@ -462,7 +523,7 @@ static void parse_need(ParseState *s, const ConfigItem *item, const char *value,
 
 static const ConfigItem config_items[] = {
         ENUM_ITEM(SECTION_MANAGER, "Policy", Config, policy, POLICY_BALANCED, policy_values),
-        { SECTION_MANAGER, "Devices", parse_glob_list, offsetof(Config, devices) },
+        { SECTION_MANAGER, "Devices", parse_glob_list, offsetof(Config, devices), .list = true },
         ENUM_ITEM(SECTION_MANAGER, "ApplyMounted", Config, apply_mounted, APPLY_MOUNTED_NEXT_MOUNT,
                   apply_mounted_values),
         USEC_ITEM("RescanSec", rescan_usec, 0, 86400, 60, USEC_PER_SEC, "seconds"),
@@ -472,12 +533,41 @@ static const ConfigItem config_items[] = {
         USEC_ITEM("StallMinWaits", stall_min_waits, 1, 1000000, 10, 1, "waits"),
         { SECTION_MANAGER, "MetricsFile", parse_file_path, offsetof(Config, metrics_file) },
         USEC_ITEM("MetricsIntervalSec", metrics_interval_usec, 1, 3600, 15, USEC_PER_SEC, "seconds"),
-        { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount) },
+        { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount), .list = true },
         ENUM_ITEM(SECTION_DEVICE, "StableWrites", DeviceRule, stable_writes, _SETTING_INVALID,
                   setting_values),
-        ENUM_ITEM(SECTION_DEVICE, "Force", DeviceRule, force, -1, boolean_values),
+        { SECTION_DEVICE, "Force", parse_force, offsetof(DeviceRule, force), .def = -1,
+          .values = &boolean_values },
         { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
+
+/* Records that the line s->line of s->file set item (of [Manager], or of the current [Device]
+ * section): it replaces the sources of the key, unless the key takes a list and the line
+ * added to it. */
+static void record_source(ParseState *s, const ConfigItem *item, bool added) {
+        Config *c = s->config;
+        size_t rule = s->section == SECTION_DEVICE ? s->rule : CONFIG_SOURCE_MANAGER, n = 0;
+        ConfigSource *l;
+        char *file;
+
+        for (size_t i = 0; i < c->n_sources; i++) {
+                ConfigSource *src = &c->sources[i];
+                if (src->rule == rule && streq(src->key, item->key) && !added)
+                        free(src->file);
+                else
+                        c->sources[n++] = *src;
+        }
+        c->n_sources = n;
+        file = strdup(s->file);
+        l = file ? realloc(c->sources, sizeof(ConfigSource) * (n + 1)) : NULL;
+        if (!l) {
+                free(file);
+                s->error = -ENOMEM;
+                return;
+        }
+        c->sources = l;
+        l[c->n_sources++] = (ConfigSource){ .key = item->key, .rule = rule, .file = file, .line = s->line };
+}
 
 void config_handle_unreadable_item(ParseState *s, const char *name) {
         if (s->error < 0 || s->section != SECTION_MANAGER)
@@ -492,6 +582,7 @@ void config_handle_unreadable_item(ParseState *s, const char *name) {
                            "without another %s= entry no disk is managed",
                            name, name);
                 glob_list_fail_closed(s, (char ***) ((uint8_t *) s->config + item->offset));
+                record_source(s, item, true);
         }
 }
 
@@ -520,7 +611,8 @@ int config_handle_item(void *user, const char *section, const char *name, const 
                 if (item->section != s->section)
                         continue;
                 if (streq(item->key, name)) {
-                        item->parse(s, item, value ?: "", (uint8_t *) base + item->offset);
+                        if (item->parse(s, item, value ?: "", (uint8_t *) base + item->offset))
+                                record_source(s, item, item->list && !isempty(value));
                         return 1;
                 }
                 if (strcasecmp(item->key, name) == 0)
@@ -536,4 +628,149 @@ int config_handle_item(void *user, const char *section, const char *name, const 
                 diag_warning(s, "unknown key %s= in [%s]; ignoring it", name,
                              s->section == SECTION_MANAGER ? "Manager" : "Device");
         return 1;
+}
+
+/* The value of item in base (Config or DeviceRule) as a configuration line writes it. New
+ * string, NULL on ENOMEM. */
+static char *item_value(const ConfigItem *item, const void *base) {
+        const void *p = (const uint8_t *) base + item->offset;
+
+        if (item->parse == parse_usec)
+                return strdup_printf("%" PRIu64, *(const uint64_t *) p / item->unit);
+        if (item->parse == parse_file_path)
+                return strdup(*(char *const *) p ?: "");
+        if (item->list) {
+                char *const *l = *(char *const *const *) p;
+                size_t n = 0;
+                char *v;
+
+                for (size_t i = 0; l && l[i]; i++)
+                        n += strlen(l[i]) + 1;
+                v = calloc(1, n + 1);
+                for (size_t i = 0; v && l && l[i]; i++)
+                        strcat(strcat(v, i > 0 ? " " : ""), l[i]);
+                return v;
+        }
+        int v = *(const int *) p;
+        if (v < 0)
+                return strdup("");
+        return strdup(item->parse == parse_need ? need_to_string(v) : item->values->to_string(v));
+}
+
+static void config_entry_done(ConfigEntry *e) {
+        free(e->section);
+        free(e->key);
+        free(e->value);
+        free(e->note);
+        for (size_t k = 0; k < e->n_sources; k++)
+                free(e->sources[k].file);
+        free(e->sources);
+}
+
+void config_entries_free(ConfigEntry *entries, size_t n) {
+        for (size_t i = 0; entries && i < n; i++)
+                config_entry_done(&entries[i]);
+        free(entries);
+}
+
+/* Appends an entry to *entries (*n of them), taking section, key, value and note. Returns the
+ * entry, NULL on ENOMEM. */
+static ConfigEntry *entries_add(ConfigEntry **entries, size_t *n, char *section, char *key, char *value,
+                                char *note) {
+        ConfigEntry *l = section && key && value ? realloc(*entries, sizeof(ConfigEntry) * (*n + 1)) : NULL;
+
+        if (!l) {
+                free(section);
+                free(key);
+                free(value);
+                free(note);
+                return NULL;
+        }
+        *entries = l;
+        l[*n] = (ConfigEntry){ .section = section, .key = key, .value = value, .note = note };
+        return &l[(*n)++];
+}
+
+/* Adds a source to e. Returns 0 or -ENOMEM. */
+static int entry_add_source(ConfigEntry *e, const char *file, unsigned line) {
+        ConfigEntrySource *l = realloc(e->sources, sizeof(ConfigEntrySource) * (e->n_sources + 1));
+        char *f = strdup(file);
+
+        if (!l || !f) {
+                free(f);
+                if (l)
+                        e->sources = l;
+                return -ENOMEM;
+        }
+        e->sources = l;
+        l[e->n_sources++] = (ConfigEntrySource){ .file = f, .line = line };
+        return 0;
+}
+
+/* Adds the sources of item in the section rule (or CONFIG_SOURCE_MANAGER) of c to e. Returns
+ * how many, or -ENOMEM. */
+static int entry_add_sources(ConfigEntry *e, const Config *c, const ConfigItem *item, size_t rule) {
+        int n = 0;
+
+        for (size_t i = 0; i < c->n_sources; i++) {
+                const ConfigSource *src = &c->sources[i];
+                if (src->rule != rule || !streq(src->key, item->key))
+                        continue;
+                if (entry_add_source(e, src->file, src->line) < 0)
+                        return -ENOMEM;
+                n++;
+        }
+        return n;
+}
+
+int config_entries(const Config *c, ConfigEntry **ret, size_t *ret_n) {
+        ConfigEntry *entries = NULL, *e;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(config_items); i++) {
+                const ConfigItem *item = &config_items[i];
+                const char *note = NULL;
+
+                if (item->section != SECTION_MANAGER)
+                        continue;
+                if (item->offset == offsetof(Config, devices))
+                        note = !c->devices ? "all disks" : !c->devices[0] ? "no disk" : NULL;
+                /* A Devices= that manages no disk (none of its entries could be used) reads "."
+                 * (a valid glob no kernel name matches): an empty one would mean every disk. */
+                e = entries_add(&entries, &n, strdup("Manager"), strdup(item->key),
+                                note && streq(note, "no disk") ? strdup(".") : item_value(item, c),
+                                note ? strdup(note) : NULL);
+                r = e && (!note || e->note) ? entry_add_sources(e, c, item, CONFIG_SOURCE_MANAGER) : -ENOMEM;
+        }
+        for (size_t k = 0; r >= 0 && k < c->n_rules; k++) {
+                const DeviceRule *rule = &c->rules[k];
+                _cleanup_free_ char *match = device_match_to_string(&rule->match);
+
+                e = match ? entries_add(&entries, &n, strdup_printf("Device %s", match), strdup(""),
+                                        strdup(""), NULL)
+                          : NULL;
+                r = e ? entry_add_source(e, rule->file, rule->line) : -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(config_items); i++) {
+                        const ConfigItem *item = &config_items[i];
+                        size_t before = n;
+
+                        if (item->section != SECTION_DEVICE)
+                                continue;
+                        e = entries_add(&entries, &n, strdup_printf("Device %s", match), strdup(item->key),
+                                        item_value(item, rule), NULL);
+                        r = e ? entry_add_sources(e, c, item, k) : -ENOMEM;
+                        if (r == 0) { /* not set in this section: not shown */
+                                config_entry_done(e);
+                                n = before;
+                        }
+                }
+        }
+        if (r < 0) {
+                config_entries_free(entries, n);
+                return -ENOMEM;
+        }
+        *ret = entries;
+        *ret_n = n;
+        return 0;
 }

@@ -13,6 +13,10 @@
 #include "device-match.h"
 #include "macro.h"
 
+/* The longest line of a configuration file, without its newline: room for a long path (a
+ * loop device's backing file) in a [Device] header or a value. */
+#define CONFIG_LINE_MAX 4096U
+
 typedef enum PolicyMode {
         POLICY_OBSERVE,
         POLICY_LATENCY,
@@ -48,6 +52,18 @@ typedef struct DeviceRule {
         unsigned line;
 } DeviceRule;
 
+/* The sources of the configuration in force: for each key, the line that set it (an empty
+ * value too), or for a key that takes a list (Devices=, NeverRemount=), each line that added
+ * to it since the line that emptied it, that one included. A line that was rejected sets
+ * nothing. */
+#define CONFIG_SOURCE_MANAGER SIZE_MAX
+typedef struct ConfigSource {
+        const char *key; /* the key's name (static) */
+        size_t rule;     /* its [Device] section, an index into rules; CONFIG_SOURCE_MANAGER */
+        char *file;
+        unsigned line;
+} ConfigSource;
+
 typedef struct Config {
         PolicyMode policy;              /* Policy=, default balanced */
         char **devices;                 /* Devices=, globs of disks we may write; NULL = all */
@@ -62,6 +78,9 @@ typedef struct Config {
         char **never_remount;           /* NeverRemount=, paths never cycled */
         DeviceRule *rules;              /* in the order they were read; later wins */
         size_t n_rules;
+        ConfigSource *sources; /* in the order they were read */
+        size_t n_sources;
+        char **files; /* the files read, in order */
 } Config;
 
 typedef enum DiagLevel { DIAG_WARNING, DIAG_ERROR } DiagLevel;
@@ -106,9 +125,33 @@ int config_load(const char *config_file, const char *dropin_dir, Config *ret, Co
 int config_parse_file(Config *c, const char *path, ConfigDiags *diags);
 int config_parse_buffer(Config *c, const char *name, const char *data, size_t size, ConfigDiags *diags);
 
+/* One key of the configuration in force, or the header of a [Device] section, with where it
+ * comes from: what show-config prints (config-show.c). */
+typedef struct ConfigEntrySource {
+        char *file;
+        unsigned line;
+} ConfigEntrySource;
+
+typedef struct ConfigEntry {
+        char *section;              /* "Manager", or "Device MATCH" */
+        char *key;                  /* "" for the header of a [Device] section */
+        char *value;                /* as a configuration line would write it */
+        char *note;                 /* what the value means where it is not plain ("all disks"), or NULL */
+        ConfigEntrySource *sources; /* none: the default */
+        size_t n_sources;
+} ConfigEntry;
+
+/* Every key of [Manager] in the order of stablepages.conf(5), defaults included, then each
+ * [Device] section: its header, then the keys it sets. Returns 0 or -ENOMEM. */
+int config_entries(const Config *c, ConfigEntry **ret, size_t *ret_n);
+
+/* Releases n entries and the array. */
+void config_entries_free(ConfigEntry *entries, size_t n);
+
 /* The rules matching a disk (device-match.c). */
 
-/* The merged per-device settings: walks c->rules in order, later wins per key.
+/* The merged per-device settings: walks c->rules in order, later wins per key; Force=yes
+ * counts only from a rule that names the disk itself (identity.h: stable_id_match_disk()).
  * *ret_rule_* point at the rules that decided, for messages (NULL if none). */
 void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *ret_setting, bool *ret_force,
                             const DeviceRule **ret_setting_rule, const DeviceRule **ret_force_rule);

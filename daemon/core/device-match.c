@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 
 #include "config.h"
+#include "identity.h"
 #include "util.h"
 
 void device_match_done(DeviceMatch *m) {
@@ -190,7 +191,8 @@ void config_device_settings(const Config *c, const DeviceIdentity *id, Setting *
                         setting = r->stable_writes;
                         setting_rule = r;
                 }
-                if (r->force >= 0) {
+                /* Force=yes only where the rule names this disk itself (identity.h). */
+                if (r->force == 0 || (r->force > 0 && stable_id_match_disk(&r->match, id))) {
                         force = r->force > 0;
                         force_rule = r;
                 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "device.h"
+
 typedef enum MatchKind {
         MATCH_NAME_GLOB, /* [Device zram*]: fnmatch() on the disk's kernel name */
         MATCH_DEVNUM,    /* [Device 7:0] */
@@ -45,6 +47,7 @@ typedef struct DeviceIdentity {
         dev_t devnum;                  /* its MAJ:MIN */
         char *const *properties;       /* KEY=value of the disk and of its partitions */
         const char *loop_backing_file; /* loop/backing_file of a loop device, else NULL */
+        DeviceKind kind;               /* what the disk is (DEVICE_KIND_OTHER when not known) */
 } DeviceIdentity;
 
 /* True when m matches the device. */

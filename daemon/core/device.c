@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include "device.h"
+#include "loop-backing.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -407,14 +408,6 @@ static int read_dm_table(const DeviceScanOptions *o, DeviceFacts *f) {
         return f->dm_table_missing ? 0 : -ENOMEM;
 }
 
-static int default_resolve_backing(const char *backing_file, void *userdata, dev_t *ret) {
-        struct stat st;
-        if (stat(backing_file, &st) < 0)
-                return -errno;
-        *ret = st.st_dev;
-        return 0;
-}
-
 /* Fills in the defaults of the options that are not set. */
 static void scan_options_defaults(DeviceScanOptions *o) {
         if (!o->sysfs_root)
@@ -502,25 +495,35 @@ static int read_kind_facts(const DeviceScanOptions *o, DeviceFacts *f, const Dis
         }
 }
 
-/* The device of the filesystem holding a loop device's backing file; an error in f->errors
- * when it cannot be resolved. Returns 0 or -ENOMEM. */
+/* The device of the filesystem holding the backing file of a loop device in direct I/O mode
+ * (the only one that stacks on it), as loop-backing.h says: the udev rule's record, else the
+ * resolver; an error in f->errors when it cannot be resolved. Returns 0 or -ENOMEM. */
 static int resolve_loop_backing(const DeviceScanOptions *o, DeviceFacts *f) {
-        backing_resolver_t resolve = o->resolve_backing ?: default_resolve_backing;
+        backing_resolver_t resolve = o->resolve_backing ?: loop_backing_stat;
+        const char *recorded = NULL;
         int r;
 
-        if (!f->loop_backing_file)
+        if (!f->loop_backing_file || f->loop_dio != 1)
                 return 0;
-        /* The kernel appends " (deleted)" when the backing file was unlinked. */
-        r = resolve(f->loop_backing_file, o->resolve_userdata, &f->loop_backing_devnum);
+        r = loop_backing_from_record(f->properties, f->diskseq, &f->loop_backing_devnum, &recorded);
+        if (r == 0) /* the kernel appends " (deleted)" when the backing file was unlinked */
+                r = resolve(f->loop_backing_file, o->resolve_userdata, &f->loop_backing_devnum);
         if (r == -ENOMEM)
                 return r;
         if (r >= 0)
                 return 0;
         f->loop_backing_devnum = 0;
-        return strv_extendf(&f->errors, "loop/backing_file: cannot resolve \"%s\": %s", f->loop_backing_file,
-                            strerror(-r)) < 0
-                       ? -ENOMEM
-                       : 0;
+        f->loop_backing_unresolved = true;
+        if (r == -ETIMEDOUT && !recorded)
+                r = strv_extendf(&f->errors,
+                                 "loop/backing_file: cannot resolve \"%s\": its filesystem did not answer "
+                                 "within %llu ms (hung?)",
+                                 f->loop_backing_file,
+                                 (unsigned long long) (LOOP_BACKING_TIMEOUT_USEC / USEC_PER_MSEC));
+        else
+                r = strv_extendf(&f->errors, "loop/backing_file: cannot resolve \"%s\": %s",
+                                 f->loop_backing_file, recorded ?: strerror(-r));
+        return r < 0 ? -ENOMEM : 0;
 }
 
 /* The udev properties of the disk, then (from the disk's own) a dm device's table, then those
@@ -587,7 +590,7 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
                 return r;
         f.kind = kind_from_facts(&f, disk_has_dir(&dd, "md"), disk_has_dir(&dd, "dm"),
                                  disk_has_dir(&dd, "loop"));
-        if ((r = read_kind_facts(&o, &f, &dd)) < 0 || (r = resolve_loop_backing(&o, &f)) < 0)
+        if ((r = read_kind_facts(&o, &f, &dd)) < 0)
                 return r;
 
         f.declared_stable_writes = f.stable_writes;
@@ -595,7 +598,7 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
 
         if ((r = read_stack(&o, &f, &dd, "slaves", &f.slaves)) < 0 ||
             (r = read_stack(&o, &f, &dd, "holders", &f.holders)) < 0 || (r = read_partitions(&f, &dd)) < 0 ||
-            (r = read_udev_facts(&o, &f)) < 0)
+            (r = read_udev_facts(&o, &f)) < 0 || (r = resolve_loop_backing(&o, &f)) < 0)
                 return r;
 
         *ret = f;

@@ -70,9 +70,12 @@ typedef struct DeviceFacts {
                                       * database), NULL when the table is not known */
         char *dm_table_missing;      /* dm: why the table is not known, or NULL */
 
-        char *loop_backing_file;   /* loop/backing_file */
-        int loop_dio;              /* loop/dio */
-        dev_t loop_backing_devnum; /* device holding the backing file, 0 if unknown */
+        char *loop_backing_file;      /* loop/backing_file */
+        int loop_dio;                 /* loop/dio */
+        dev_t loop_backing_devnum;    /* device holding the backing file, 0 if unknown (only
+                                       * looked for with dio=1: loop-backing.h) */
+        bool loop_backing_unresolved; /* dio=1 and that device could not be found (the reason
+                                       * is in errors): what is below is not known */
 
         char *iscsi_data_digest; /* data_digest of the iSCSI connection ("CRC32C", "None") */
         char *scsi_host_driver;  /* iSCSI: proc_name of the SCSI host of that session
@@ -105,7 +108,9 @@ typedef int (*dm_table_reader_t)(dev_t devnum, void *userdata, DmTable *ret);
 typedef struct DeviceScanOptions {
         const char *sysfs_root;             /* default "/sys" */
         const char *udev_data_dir;          /* default "/run/udev/data"; "" disables */
-        backing_resolver_t resolve_backing; /* default: stat(2) */
+        backing_resolver_t resolve_backing; /* for a dio loop device without the udev rule's
+                                             * record; default: stat(2), bounded
+                                             * (loop-backing.h) */
         void *resolve_userdata;
         dm_table_reader_t read_dm_table; /* default: the kernel's table (dm_table_reader_kernel)
                                           * when sysfs_root is "/sys"; none for another root,

@@ -4,11 +4,13 @@
 #include <time.h>
 
 #include "config-build.h"
+#include "config-in-force.h"
 #include "engine.h"
 #include "flag.h"
 #include "history.h"
 #include "identity.h"
 #include "log.h"
+#include "message-id.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -109,18 +111,32 @@ void engine_done(Engine *e) {
         *e = (Engine){};
 }
 
-int engine_load_config(Engine *e) {
-        Config c = {};
-        ConfigDiags d = {};
-        int r = config_load(e->config_file, e->dropin_dir, &c, &d);
+/* Takes the result r of a load (c and d) as e's configuration and diagnostics. Returns 0 or
+ * r < 0 (c and d then freed). */
+static int engine_take_config(Engine *e, int r, Config *c, ConfigDiags *d) {
         if (r < 0) {
-                config_diags_done(&d);
+                config_done(c);
+                config_diags_done(d);
                 return r;
         }
         config_diags_done(&e->diags);
-        e->diags = d;
-        engine_set_config(e, &c);
+        e->diags = *d;
+        *d = (ConfigDiags){};
+        engine_set_config(e, c);
         return 0;
+}
+
+int engine_load_config(Engine *e) {
+        Config c = {};
+        ConfigDiags d = {};
+        return engine_take_config(e, config_load(e->config_file, e->dropin_dir, &c, &d), &c, &d);
+}
+
+int engine_load_config_in_force(Engine *e, char **ret_note) {
+        Config c = {};
+        ConfigDiags d = {};
+        int r = config_load_in_force(e->config_file, e->dropin_dir, e->runtime_dir, &c, &d, ret_note);
+        return engine_take_config(e, r == -ENOMEM ? r : 0, &c, &d);
 }
 
 void engine_set_config(Engine *e, Config *c) {
@@ -653,11 +669,13 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret) {
                 f->stable_writes = now;
                 d->class.in_force = stable_writes_in_force(f, e->kernel);
                 if (ret->changed)
-                        log_full(dec->forced ? LOG_WARNING : LOG_INFO,
-                                 "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
-                                 old ? "on" : "off", now ? "on" : "off", dec->reason,
-                                 dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
-                                 d->class.reasons ? d->class.reasons[0] : "no reason");
+                        log_struct(dec->forced ? LOG_WARNING : LOG_INFO,
+                                   dec->forced ? SP_MESSAGE_FORCED : NULL,
+                                   LOG_FIELDS("STABLEPAGES_DEVICE", f->name),
+                                   "%s: stable writes %s -> %s: %s%s (need %s: %s)", f->name,
+                                   old ? "on" : "off", now ? "on" : "off", dec->reason,
+                                   dec->forced ? " (FORCED)" : "", need_to_string(d->class.need),
+                                   d->class.reasons ? d->class.reasons[0] : "no reason");
         }
 
         if (dec->refused)

@@ -89,6 +89,11 @@ void engine_done(Engine *e);
  * Returns 0 or -ENOMEM. */
 int engine_load_config(Engine *e);
 
+/* The same for the udev applier and dump, by the rule of config-in-force.h: when the files have
+ * errors and a daemon runs, the configuration it has in force, with *ret_note saying so (else
+ * NULL; it also says why the daemon's copy could not be used). Returns 0 or -ENOMEM. */
+int engine_load_config_in_force(Engine *e, char **ret_note);
+
 /* Replaces e->config (taking ownership of *c, which is zeroed). Decisions are stale until
  * the next engine_scan(). */
 void engine_set_config(Engine *e, Config *c);

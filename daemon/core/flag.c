@@ -52,22 +52,25 @@ static int read_at(int disk_fd, const char *attr, long long *ret) {
         return parse_int_range(s, 0, INT64_MAX, ret) < 0 ? -EINVAL : 0;
 }
 
-/* The disk behind disk_fd must be the one of w; its MAJ:MIN in *ret_devnum (may be NULL).
- * Returns 0, or -ESTALE/-ENODEV/-errno. */
+/* The disk behind disk_fd must be the one of w; its MAJ:MIN in *ret_devnum (may be NULL; 0 for
+ * a hidden disk). Returns 0, or -ESTALE/-ENODEV/-errno. */
 static int check_identity(int disk_fd, const FlagWrite *w, dev_t *ret_devnum, char **ret_reason) {
         _cleanup_free_ char *dev = NULL;
         dev_t devnum = 0;
-        long long seq;
-        int r;
+        long long seq = 0;
+        int r, rs;
 
-        /* "dev" exists for as long as the disk does: its absence is a disk going away. */
+        /* A disk being removed loses "dev" and "diskseq" with its directory; a hidden disk (the
+         * path of an NVMe multipath head) never had "dev", but has a diskseq. */
         r = sysfs_read_string_at(disk_fd, "dev", &dev);
-        if (r == -ENOENT || r == -ENODEV)
+        if (r >= 0 && parse_devnum(dev, &devnum) < 0)
+                r = -EINVAL;
+        if (r < 0 && r != -ENOENT && r != -ENODEV)
+                return fail(ret_reason, r,
+                            strdup_printf("%s: cannot read its device number: %s", w->disk, strerror(-r)));
+        rs = read_at(disk_fd, "diskseq", &seq);
+        if (r < 0 && rs < 0)
                 return fail(ret_reason, -ENODEV, strdup_printf("%s: the disk was removed", w->disk));
-        if (r < 0 || parse_devnum(dev, &devnum) < 0)
-                return fail(ret_reason, r < 0 ? r : -EIO,
-                            strdup_printf("%s: cannot read its device number: %s", w->disk,
-                                          r < 0 ? strerror(-r) : "unparsable"));
         if (ret_devnum)
                 *ret_devnum = devnum;
         if (w->diskseq == 0) {
@@ -78,15 +81,15 @@ static int check_identity(int disk_fd, const FlagWrite *w, dev_t *ret_devnum, ch
                             strdup_printf("%s: another disk has the name now (device %s, decided for %s)",
                                           w->disk, format_devnum(devnum, a), format_devnum(w->devnum, b)));
         }
-        r = read_at(disk_fd, "diskseq", &seq);
-        if (r < 0 || (uint64_t) seq != w->diskseq)
-                return fail(ret_reason, -ESTALE,
-                            r < 0 ? strdup_printf("%s: cannot read its diskseq (%s), so it cannot be told "
-                                                  "from the disk decided for (diskseq %" PRIu64 ")",
-                                                  w->disk, strerror(-r), w->diskseq)
-                                  : strdup_printf("%s: another disk has the name now (diskseq %lld, decided "
-                                                  "for diskseq %" PRIu64 ")",
-                                                  w->disk, seq, w->diskseq));
+        if (rs < 0 || (uint64_t) seq != w->diskseq)
+                return fail(
+                        ret_reason, -ESTALE,
+                        rs < 0 ? strdup_printf("%s: cannot read its diskseq (%s), so it cannot be told "
+                                               "from the disk decided for (diskseq %" PRIu64 ")",
+                                               w->disk, strerror(-rs), w->diskseq)
+                               : strdup_printf("%s: another disk has the name now (diskseq %lld, decided "
+                                               "for diskseq %" PRIu64 ")",
+                                               w->disk, seq, w->diskseq));
         return 0;
 }
 
@@ -160,9 +163,9 @@ int flag_write_at(int disk_fd, const char *runtime_dir, const FlagWrite *w, int 
         r = check_interlock(w, ret_reason);
         if (r < 0)
                 return r;
-        if (test_refuse())
+        if (test_refuse()) /* a failure, not the interlock's refusal */
                 return fail(
-                        ret_reason, -EPERM,
+                        ret_reason, -EROFS,
                         strdup_printf("%s: not writing %c to queue/stable_writes: refused by the test hook "
                                       "STABLEPAGES_TEST_FLAG_WRITE=refuse (%s)",
                                       w->disk, value, w->writer ?: "?"));

@@ -23,12 +23,65 @@ static const struct {
         { "path", "ID_PATH", _DEVICE_KIND_MAX, .slot = true },
 };
 
+/* The index of key in stable_keys, or -1. */
+static int stable_key_find(const char *key) {
+        for (size_t i = 0; key && i < ELEMENTSOF(stable_keys); i++)
+                if (streq(stable_keys[i].key, key))
+                        return (int) i;
+        return -1;
+}
+
+/* True when the glob p matches one string only: no unescaped '*', '?' or '['. */
+static bool glob_is_exact(const char *p) {
+        for (; p && *p; p++)
+                if (*p == '\\' && p[1])
+                        p++;
+                else if (strchr("*?[", *p))
+                        return false;
+        return true;
+}
+
+bool stable_id_names_disk(const DeviceMatch *m, char **ret_why) {
+        int i = m->kind == MATCH_PROPERTY ? stable_key_find(m->key) : -1;
+
+        if (i >= 0 && !stable_keys[i].slot && glob_is_exact(m->pattern))
+                return true;
+        if (!ret_why)
+                return false;
+        if (m->kind == MATCH_NAME_GLOB)
+                *ret_why = strdup("a kernel name goes to whichever disk takes it (a replug, the next boot, "
+                                  "the next device added)");
+        else if (m->kind == MATCH_DEVNUM)
+                *ret_why = strdup("a device number goes to whichever disk takes it");
+        else if (i >= 0 && stable_keys[i].slot)
+                *ret_why = strdup_printf("%s names a slot, which another disk plugged there matches too",
+                                         m->key);
+        else if (i >= 0)
+                *ret_why = strdup("a pattern can match other disks");
+        else
+                *ret_why = strdup_printf("%s names no disk itself (only ID_WWN_WITH_EXTENSION, ID_WWN, "
+                                         "ID_SERIAL, DM_UUID, MD_UUID and " MATCH_KEY_LOOP_BACKING_FILE
+                                         " do; a filesystem's or partition's UUID goes with a copy of it to "
+                                         "another disk)",
+                                         m->key ?: "?");
+        return false;
+}
+
+bool stable_id_match_disk(const DeviceMatch *m, const DeviceIdentity *id) {
+        int i = m->kind == MATCH_PROPERTY ? stable_key_find(m->key) : -1;
+
+        return i >= 0 && stable_id_names_disk(m, NULL) &&
+               (stable_keys[i].only == _DEVICE_KIND_MAX || stable_keys[i].only == id->kind) &&
+               device_match_test(m, id);
+}
+
 DeviceIdentity device_identity_of(const DeviceFacts *f) {
         return (DeviceIdentity){ .name = f->name,
                                  .devnum = f->devnum,
                                  .properties = f->properties,
                                  .loop_backing_file =
-                                         f->kind == DEVICE_KIND_LOOP ? f->loop_backing_file : NULL };
+                                         f->kind == DEVICE_KIND_LOOP ? f->loop_backing_file : NULL,
+                                 .kind = f->kind };
 }
 
 void stable_id_done(StableId *id) {
@@ -147,14 +200,19 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how,
                 _cleanup_free_ char *problem = NULL;
                 const char *v;
 
-                if ((stable_keys[i].only != _DEVICE_KIND_MAX && stable_keys[i].only != f->kind) ||
-                    (stable_keys[i].slot && how == STABLE_ID_OF_DISK))
+                if (stable_keys[i].only != _DEVICE_KIND_MAX && stable_keys[i].only != f->kind)
                         continue;
                 v = streq(stable_keys[i].key, MATCH_KEY_LOOP_BACKING_FILE)
                             ? f->loop_backing_file
                             : device_facts_property(f, stable_keys[i].key);
                 if (isempty(v))
                         continue;
+                if (stable_keys[i].slot && how == STABLE_ID_OF_DISK) {
+                        if (strv_extendf(&problems, "%s=%s names the slot, not the disk", stable_keys[i].key,
+                                         v) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
                 StableId id = { .label = stable_keys[i].label,
                                 .key = stable_keys[i].key,
                                 .value = strdup(v) };
@@ -180,10 +238,14 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how,
                 if (fclose(m) != 0)
                         return -ENOMEM;
                 *ret_why =
-                        strdup_printf("no stable identity to bind a persistent override to (none of ID_WWN, "
-                                      "ID_SERIAL, DM_UUID, MD_UUID, a loop backing file or ID_PATH is "
-                                      "usable%s%s)",
-                                      problems ? ": " : "", problems ? details + 2 : "");
+                        how == STABLE_ID_OF_DISK
+                                ? strdup_printf("no identity of the disk itself (none of ID_WWN, ID_SERIAL, "
+                                                "DM_UUID, MD_UUID or a loop backing file is usable%s%s)",
+                                                problems ? ": " : "", problems ? details + 2 : "")
+                                : strdup_printf("no stable identity to bind a persistent override to (none "
+                                                "of ID_WWN, ID_SERIAL, DM_UUID, MD_UUID, a loop backing "
+                                                "file or ID_PATH is usable%s%s)",
+                                                problems ? ": " : "", problems ? details + 2 : "");
                 if (!*ret_why)
                         return -ENOMEM;
         }

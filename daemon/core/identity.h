@@ -20,6 +20,9 @@
  * An identity another present disk shares is skipped (two paths to one LUN, cloned
  * serials), and so is one that a [Device] header cannot hold. A disk with none gets no
  * persistent override unless the administrator binds it to the kernel name on purpose.
+ * A forced override (Force=yes: off on a disk that needs stable writes) must never reach
+ * another disk: it is bound only to an identity of the disk itself, never to ID_PATH or the
+ * kernel name, and the configuration ignores Force=yes anywhere else (stable_id_names_disk).
  * What Policy=balanced learned about a disk (learned.h) is keyed by the same identity, ID_PATH
  * excepted: a verdict on a disk's stalls belongs to the disk, not to the slot.
  * The drop-in is named after the identity, so that two disks never share one. Pure: facts
@@ -39,13 +42,26 @@ typedef struct StableId {
         char *value;
 } StableId;
 
+/* True when the match m names one disk itself: the exact value (no glob) of one of the
+ * identities above other than ID_PATH. A kernel name, a device number, a slot, a pattern, and
+ * the UUID of a filesystem or partition (a copy takes it to another disk) do not. Only such a
+ * match may carry Force=yes (config.c). When it does not, *ret_why (if not NULL) says what m
+ * names instead (NULL on ENOMEM). */
+bool stable_id_names_disk(const DeviceMatch *m, char **ret_why);
+
+/* True when m names the disk id itself: stable_id_names_disk(m), for a disk of id's kind (DM_UUID
+ * for a dm device, MD_UUID for an md array: their members and partitions carry the same
+ * UUID), and m matches id. */
+bool stable_id_match_disk(const DeviceMatch *m, const DeviceIdentity *id);
+
 /* What the matches of config.h test about f (pointers into f). */
 DeviceIdentity device_identity_of(const DeviceFacts *f);
 
 typedef enum StableIdPick {
         STABLE_ID_ANY,     /* the first usable identity of the list above */
         STABLE_ID_BY_NAME, /* the kernel name, on purpose (stablepagesctl set --bind=name) */
-        STABLE_ID_OF_DISK, /* the first that names the disk itself: not ID_PATH, the slot */
+        STABLE_ID_OF_DISK, /* the first that names the disk itself: not ID_PATH, the slot (what a
+                            * forced override and a learned verdict are bound to) */
 } StableIdPick;
 
 /* Picks what f is bound to (see above), among the disks of t. Returns 0, -ENXIO when f has no

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
 
+#include "config-build.h"
 #include "metrics.h"
 #include "util.h"
 
@@ -16,6 +17,9 @@ static void seconds(FILE *f, uint64_t usec) {
 }
 
 void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs, size_t n) {
+        family(f, "build_info", "gauge", "The version of stablepagesd writing these metrics.");
+        fprintf(f, PREFIX "build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
+
         family(f, "stall_probe_info", "gauge", "The stall probe's mode (bpf, tracefs or unavailable).");
         fprintf(f, PREFIX "stall_probe_info{mode=\"%s\"} 1\n", probe->mode);
 
@@ -96,12 +100,15 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
                                 devs[i].over_budget);
 
         family(f, "stall_wait_seconds", "histogram",
-               "Durations of the waits stable writes cause (BPF probe only), since the probe started.");
+               "Durations of the waits stable writes cause (BPF probe only), since the probe started; "
+               "only for disks with waits.");
         for (size_t i = 0; i < n; i++) {
                 const StallStats *s = devs[i].stalls;
                 uint64_t cumulative = 0;
 
-                if (!s || !s->has_durations)
+                /* 34 series a disk: only where there is something to show (stall_waits_total
+                 * says 0 for the others), not 34,000 zeros on a host of 1,000 disks. */
+                if (!s || !s->has_durations || s->count == 0)
                         continue;
                 for (unsigned b = 0; b + 1 < STALL_HIST_BUCKETS; b++) {
                         cumulative += s->hist[b];

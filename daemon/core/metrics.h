@@ -2,11 +2,12 @@
 #pragma once
 
 /* MetricsFile=: the Prometheus text exposition format (version 0.0.4), for node_exporter's
- * textfile collector. Per disk: the flag, whether stable writes are in force, the desired
- * state, the need, pending mounts, what was learned, the stall histogram as a Prometheus
- * histogram in seconds and whether the last window was over the budget; for the probe: its
- * mode, the waits it lost, the budget. Stall series are absent, not zero, for what the probe
- * does not measure. Pure: figures in, text out. conf/stablepages.rules.yml alerts on them. */
+ * textfile collector. The version (build_info). Per disk: the flag, whether stable writes are
+ * in force, the desired state, the need, pending mounts, what was learned, the waits, the
+ * stall histogram as a Prometheus histogram in seconds (only once the disk had a wait) and
+ * whether the last window was over the budget; for the probe: its mode, the waits it lost, the
+ * budget. Stall series are absent, not zero, for what the probe does not measure. Pure:
+ * figures in, text out. conf/stablepages.rules.yml alerts on them. */
 
 #include <stdio.h>
 

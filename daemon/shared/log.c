@@ -2,6 +2,9 @@
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+/* The journal fields name the caller of log_*(), not log.c. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
 #include "log.h"
@@ -67,6 +70,59 @@ static LogTarget resolve_target(void) {
         return resolved_target;
 }
 
+/* Writes one line at level (already checked against max_level) to the target, with the
+ * journal fields of message_id and fields (log_struct_internal()). */
+static void log_dispatch(int level, int error, bool synthetic, const char *message_id,
+                         const char *const *fields, const char *file, int line, const char *func,
+                         const char *text) {
+        if (level <= LOG_ERR)
+                n_errors++;
+        if (resolve_target() == LOG_TARGET_JOURNAL) {
+                char priority[16], code_line[32], errno_field[32], id[64];
+                _cleanup_free_ char *message = strdup_printf("MESSAGE=%s", text),
+                                    *code_file = strdup_printf("CODE_FILE=%s", file),
+                                    *code_func = strdup_printf("CODE_FUNC=%s", func),
+                                    *identifier = strdup_printf("SYSLOG_IDENTIFIER=%s",
+                                                                program_invocation_short_name);
+                struct iovec iov[8 + 2 * 8];
+                size_t n = 0;
+
+                snprintf(priority, sizeof priority, "PRIORITY=%d", level);
+                snprintf(code_line, sizeof code_line, "CODE_LINE=%d", line);
+                snprintf(errno_field, sizeof errno_field, "ERRNO=%d", synthetic ? 0 : error);
+                snprintf(id, sizeof id, "MESSAGE_ID=%s", message_id ?: "");
+                const char *base[] = { message,   priority,    code_file, code_line,
+                                       code_func, errno_field, identifier };
+                for (size_t i = 0; i < ELEMENTSOF(base); i++)
+                        iov[n++] = (struct iovec){ .iov_base = (char *) base[i],
+                                                   .iov_len = base[i] ? strlen(base[i]) : 0 };
+                if (message_id)
+                        iov[n++] = (struct iovec){ .iov_base = id, .iov_len = strlen(id) };
+                /* "KEY=value" of each pair, at most 8 */
+                char *pairs[8] = {};
+                size_t n_pairs = 0;
+                for (; fields && fields[2 * n_pairs] && n_pairs < ELEMENTSOF(pairs); n_pairs++) {
+                        pairs[n_pairs] =
+                                strdup_printf("%s=%s", fields[2 * n_pairs], fields[2 * n_pairs + 1] ?: "");
+                        if (pairs[n_pairs])
+                                iov[n++] = (struct iovec){ .iov_base = pairs[n_pairs],
+                                                           .iov_len = strlen(pairs[n_pairs]) };
+                }
+                bool sent = message && code_file && code_func && identifier &&
+                            sd_journal_sendv(iov, (int) n) >= 0;
+                for (size_t i = 0; i < n_pairs; i++)
+                        free(pairs[i]);
+                if (sent)
+                        return;
+        }
+
+        fprintf(stderr, "%s%s\n",
+                level <= LOG_ERR       ? "error: "
+                : level == LOG_WARNING ? "warning: "
+                                       : "",
+                text);
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format,
                  ...) {
         char buf[2048];
@@ -81,29 +137,28 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 return -error;
         }
 
-        if (level <= LOG_ERR)
-                n_errors++;
         if (error)
                 errno = error; /* for %m */
         va_start(ap, format);
         vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
-
-        if (resolve_target() == LOG_TARGET_JOURNAL) {
-                if (sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%d", level, "CODE_FILE=%s", file,
-                                    "CODE_LINE=%d", line, "CODE_FUNC=%s", func, "ERRNO=%d",
-                                    synthetic ? 0 : error, "SYSLOG_IDENTIFIER=%s",
-                                    program_invocation_short_name, NULL) >= 0) {
-                        errno = saved;
-                        return -error;
-                }
-        }
-
-        fprintf(stderr, "%s%s\n",
-                level <= LOG_ERR       ? "error: "
-                : level == LOG_WARNING ? "warning: "
-                                       : "",
-                buf);
+        log_dispatch(level, error, synthetic, NULL, NULL, file, line, func, buf);
         errno = saved;
         return -error;
+}
+
+int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file,
+                        int line, const char *func, const char *format, ...) {
+        char buf[2048];
+        va_list ap;
+        int saved = errno;
+
+        if (level > max_level)
+                return 0;
+        va_start(ap, format);
+        vsnprintf(buf, sizeof buf, format, ap);
+        va_end(ap);
+        log_dispatch(level, 0, false, message_id, fields, file, line, func, buf);
+        errno = saved;
+        return 0;
 }

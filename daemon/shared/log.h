@@ -25,6 +25,16 @@ void log_set_target(LogTarget target);
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
         _printf_(6, 7);
 
+/* Logs one line as log_internal() does; in the journal with MESSAGE_ID=message_id (a catalog
+ * entry of message-id.h; NULL: none) and the fields of fields ("KEY", "value" pairs ending with
+ * NULL, see LOG_FIELDS(); NULL: none), which stderr does not show. */
+int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file,
+                        int line, const char *func, const char *format, ...) _printf_(7, 8);
+
+#define LOG_FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define log_struct(level, message_id, fields, ...)                                                          \
+        log_struct_internal(level, message_id, fields, __FILE__, __LINE__, __func__, __VA_ARGS__)
+
 #define log_full_errno(level, error, ...)                                                                   \
         log_internal(level, error, __FILE__, __LINE__, __func__, __VA_ARGS__)
 #define log_full(level, ...) log_full_errno(level, 0, __VA_ARGS__)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The configuration parser: the input is one configuration file. Every rule it yields
- * formats back to a match that parses to the same rule, and the result is used the way
- * the engine uses it. */
+ * formats back to a match that parses to the same rule, the whole formats back to a
+ * configuration that reads without a diagnostic into the same settings, and the result is
+ * used the way the engine uses it. */
 
 #include <sys/sysmacros.h>
 
+#include "config-show.h"
 #include "config.h"
 #include "fuzz.h"
 #include "util.h"
@@ -66,6 +68,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 device_match_done(&m);
         }
 
+        /* The configuration in force as the daemon writes it (config_format()) reads back
+         * without a diagnostic into the same settings: it formats to the same text. */
+        _cleanup_free_ char *formatted = config_format(&c), *reformatted = NULL;
+        _cleanup_(config_diags_done) ConfigDiags diags2 = {};
+        _cleanup_(config_done) Config c2 = {};
+        FUZZ_ASSERT(formatted);
+        FUZZ_ASSERT(config_init_defaults(&c2) == 0);
+        FUZZ_ASSERT(config_parse_buffer(&c2, "fuzz.conf", formatted, strlen(formatted), &diags2) == 0);
+        FUZZ_ASSERT(diags2.n == 0);
+        FUZZ_ASSERT(c2.n_rules == c.n_rules);
+        reformatted = config_format(&c2);
+        FUZZ_ASSERT(reformatted);
+        /* Only the "# FILE:LINE" comments differ: each names where the section was read. */
+        for (const char *a = formatted, *b = reformatted; a && b;) {
+                const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+                FUZZ_ASSERT(!ea == !eb);
+                if (!ea)
+                        break;
+                FUZZ_ASSERT((a[0] == '#' && b[0] == '#') || (ea - a == eb - b && memcmp(a, b, ea - a) == 0));
+                a = ea + 1;
+                b = eb + 1;
+        }
+
         for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
                 const DeviceRule *sr = NULL, *fr = NULL;
                 Setting setting;
@@ -76,5 +101,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_ASSERT(!sr || (sr >= c.rules && sr < c.rules + c.n_rules));
                 (void) config_device_is_managed(&c, ids[i].name);
         }
+
+        /* show-config's text is a configuration that reads without an error, to the same
+         * values. */
+        ConfigEntry *entries = NULL;
+        size_t n = 0;
+        if (config_entries(&c, &entries, &n) < 0)
+                return 0;
+        _cleanup_free_ char *shown = NULL;
+        size_t shown_size = 0;
+        FILE *f = open_memstream(&shown, &shown_size);
+        FUZZ_ASSERT(f);
+        config_show_text(f, true, c.files, entries, n);
+        FUZZ_ASSERT(fclose(f) == 0);
+        config_entries_free(entries, n);
+        _cleanup_(config_diags_done) ConfigDiags diags_again = {};
+        _cleanup_(config_done) Config c_again = {};
+        FUZZ_ASSERT(config_init_defaults(&c_again) == 0);
+        if (config_parse_buffer(&c_again, "shown.conf", shown, shown_size, &diags_again) < 0)
+                return 0;
+        FUZZ_ASSERT(config_diags_errors(&diags_again) == 0);
+        FUZZ_ASSERT(c_again.policy == c.policy && c_again.apply_mounted == c.apply_mounted);
+        FUZZ_ASSERT(c_again.rescan_usec == c.rescan_usec &&
+                    c_again.stall_window_usec == c.stall_window_usec);
+        FUZZ_ASSERT(c_again.n_rules == c.n_rules);
+        FUZZ_ASSERT(strv_length(c_again.never_remount) == strv_length(c.never_remount));
+        /* Every disk stays every disk; a Devices= that fails closed (no disk) shows as ".",
+         * a glob no kernel name matches. */
+        FUZZ_ASSERT(!c_again.devices == !c.devices);
+        FUZZ_ASSERT(!c.devices ||
+                    (c.devices[0] ? strv_length(c_again.devices) == strv_length(c.devices)
+                                  : strv_length(c_again.devices) == 1 && streq(c_again.devices[0], ".")));
+        FUZZ_ASSERT(!!c_again.metrics_file == !!c.metrics_file);
         return 0;
 }

@@ -89,6 +89,14 @@ sp_ctl_arg() {
 
 sp_now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# sp_run VAR CMD...: runs CMD; its output (stdout and stderr) in VAR, its exit status in rc.
+sp_run() {
+        local -n _sp_out=$1
+        shift
+        rc=0
+        _sp_out=$("$@" 2>&1) || rc=$?
+}
+
 # sp_wait_for MS DESCRIPTION COMMAND...: polls COMMAND every 20 ms until it succeeds;
 # fails the test after MS milliseconds. Prints the milliseconds it took.
 sp_wait_for() {

@@ -24,6 +24,13 @@
  *       `fusermount -o fsname=/dev/sda1` lets any user do), then closes the FUSE device: no
  *       daemon serves it, every access fails at once (ENOTCONN) until it is unmounted.
  *
+ *   sp-helper fuse-serve DIR FILE
+ *       Mounts a FUSE filesystem of type fuse.sptest on DIR holding one regular file, img, whose
+ *       data is FILE's, prints "ready" and serves it until DIR is unmounted. Nothing is cached
+ *       (every lookup and every stat asks the server): stopping the server (SIGSTOP) hangs
+ *       whatever walks a path into DIR or asks for img's attributes, as a hung NFS server or a
+ *       stuck FUSE daemon does, until it is continued.
+ *
  *   sp-helper notify-listen SOCKET
  *       Receives sd_notify() datagrams on the unix socket SOCKET (created; give it to the
  *       daemon as NOTIFY_SOCKET) and prints each assignment on its own line, flushed, until
@@ -35,6 +42,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <linux/loop.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +51,8 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +164,149 @@ static int do_fuse_mount(const char *source, const char *dir) {
         return 0;
 }
 
+/* fuse-serve: answers request unique with error (a negative errno) or the size bytes at data. */
+static int fuse_reply(int fd, uint64_t unique, int error, const void *data, size_t size) {
+        struct fuse_out_header h = { .len = (uint32_t) (sizeof h + (error ? 0 : size)),
+                                     .error = error,
+                                     .unique = unique };
+        struct iovec iov[2] = { { &h, sizeof h }, { (void *) data, error ? 0 : size } };
+        /* ENOENT: the request was interrupted meanwhile. */
+        return writev(fd, iov, 2) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* The attributes of the root directory (1) or of img (2), whose data is backing's. */
+static void fuse_node_attr(int backing, uint64_t node, struct fuse_attr *a) {
+        struct stat st = {};
+
+        memset(a, 0, sizeof *a);
+        a->ino = node;
+        a->blksize = 4096;
+        if (node == FUSE_ROOT_ID) {
+                a->mode = S_IFDIR | 0755;
+                a->nlink = 2;
+                return;
+        }
+        (void) fstat(backing, &st);
+        a->mode = S_IFREG | 0644;
+        a->nlink = 1;
+        a->size = (uint64_t) st.st_size;
+        a->blocks = (uint64_t) st.st_blocks;
+}
+
+static int do_fuse_serve(const char *dir, const char *file) {
+        static char buf[FUSE_MIN_READ_BUFFER + (1 << 20)], data[1 << 20];
+        char options[128];
+        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), backing = open(file, O_RDWR | O_CLOEXEC);
+
+        if (fd < 0 || backing < 0) {
+                fprintf(stderr, "fuse-serve: open /dev/fuse or %s: %m\n", file);
+                return 1;
+        }
+        snprintf(options, sizeof options, "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+        if (mount("sptest", dir, "fuse.sptest", MS_NOSUID | MS_NODEV, options) < 0) {
+                fprintf(stderr, "fuse-serve: mount %s: %m\n", dir);
+                return 1;
+        }
+        printf("ready\n");
+        fflush(stdout);
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0 && errno == ENODEV)
+                        return 0; /* unmounted */
+                if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == ENOENT))
+                        continue;
+                if (n < (ssize_t) sizeof(struct fuse_in_header)) {
+                        fprintf(stderr, "fuse-serve: read: %m\n");
+                        return 1;
+                }
+                const struct fuse_in_header *in = (const struct fuse_in_header *) buf;
+                const char *arg = buf + sizeof *in;
+                uint64_t node = in->nodeid;
+                int r = 0;
+
+                switch (in->opcode) {
+                case FUSE_INIT: {
+                        const struct fuse_init_in *i = (const struct fuse_init_in *) arg;
+                        struct fuse_init_out o = { .major = FUSE_KERNEL_VERSION,
+                                                   .minor = i->minor < FUSE_KERNEL_MINOR_VERSION
+                                                                    ? i->minor
+                                                                    : FUSE_KERNEL_MINOR_VERSION,
+                                                   .max_readahead = i->max_readahead,
+                                                   .max_background = 16,
+                                                   .congestion_threshold = 12,
+                                                   .max_write = 1 << 20,
+                                                   .time_gran = 1,
+                                                   .max_pages = 256,
+                                                   .flags = FUSE_MAX_PAGES };
+                        r = fuse_reply(fd, in->unique, 0, &o, sizeof o);
+                        break;
+                }
+                case FUSE_LOOKUP: {
+                        struct fuse_entry_out o = { .nodeid = 2, .generation = 1 }; /* nothing cached */
+                        if (node != FUSE_ROOT_ID || strcmp(arg, "img") != 0) {
+                                r = fuse_reply(fd, in->unique, -ENOENT, NULL, 0);
+                                break;
+                        }
+                        fuse_node_attr(backing, 2, &o.attr);
+                        r = fuse_reply(fd, in->unique, 0, &o, sizeof o);
+                        break;
+                }
+                case FUSE_GETATTR:
+                case FUSE_SETATTR: {
+                        struct fuse_attr_out o = {};
+                        fuse_node_attr(backing, node, &o.attr);
+                        r = fuse_reply(fd, in->unique, 0, &o, sizeof o);
+                        break;
+                }
+                case FUSE_OPEN:
+                case FUSE_OPENDIR: {
+                        struct fuse_open_out o = {};
+                        r = fuse_reply(fd, in->unique, 0, &o, sizeof o);
+                        break;
+                }
+                case FUSE_READ: {
+                        const struct fuse_read_in *i = (const struct fuse_read_in *) arg;
+                        ssize_t k = pread(backing, data, i->size < sizeof data ? i->size : sizeof data,
+                                          (off_t) i->offset);
+                        r = fuse_reply(fd, in->unique, k < 0 ? -errno : 0, data, k < 0 ? 0 : (size_t) k);
+                        break;
+                }
+                case FUSE_WRITE: {
+                        const struct fuse_write_in *i = (const struct fuse_write_in *) arg;
+                        ssize_t k = pwrite(backing, arg + sizeof *i, i->size, (off_t) i->offset);
+                        struct fuse_write_out o = { .size = k < 0 ? 0 : (uint32_t) k };
+                        r = fuse_reply(fd, in->unique, k < 0 ? -errno : 0, &o, sizeof o);
+                        break;
+                }
+                case FUSE_READDIR: /* an empty listing: nothing looks */
+                case FUSE_FLUSH:
+                case FUSE_RELEASE:
+                case FUSE_RELEASEDIR:
+                case FUSE_FSYNC:
+                case FUSE_DESTROY:
+                        r = fuse_reply(fd, in->unique, 0, NULL, 0);
+                        break;
+                case FUSE_STATFS: {
+                        struct fuse_statfs_out o = {
+                                .st = { .bsize = 4096, .frsize = 4096, .namelen = 255 }
+                        };
+                        r = fuse_reply(fd, in->unique, 0, &o, sizeof o);
+                        break;
+                }
+                case FUSE_FORGET:
+                case FUSE_BATCH_FORGET:
+                case FUSE_INTERRUPT:
+                        break; /* no answer */
+                default:
+                        r = fuse_reply(fd, in->unique, -ENOSYS, NULL, 0);
+                }
+                if (r < 0) {
+                        fprintf(stderr, "fuse-serve: write: %s\n", strerror(-r));
+                        return 1;
+                }
+        }
+}
+
 static int do_notify_listen(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         char buf[4096];
@@ -192,11 +345,13 @@ int main(int argc, char *argv[]) {
                 return do_mount_storm(argv[2], atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0);
         if (argc == 4 && strcmp(argv[1], "fuse-mount") == 0)
                 return do_fuse_mount(argv[2], argv[3]);
+        if (argc == 4 && strcmp(argv[1], "fuse-serve") == 0)
+                return do_fuse_serve(argv[2], argv[3]);
         if (argc == 3 && strcmp(argv[1], "notify-listen") == 0)
                 return do_notify_listen(argv[2]);
         fprintf(stderr,
                 "usage: %s rewrite FILE COUNT | loop-remove N | mount-storm DIR COUNT [PAUSE_US] | "
-                "fuse-mount SOURCE DIR | notify-listen SOCKET\n",
+                "fuse-mount SOURCE DIR | fuse-serve DIR FILE | notify-listen SOCKET\n",
                 argv[0]);
         return 2;
 }

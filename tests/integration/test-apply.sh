@@ -1,6 +1,7 @@
 #!/bin/bash
 # The one-shot applier on real devices (issue 2): a declaring loop device is turned off by
-# StableWrites=off; a zram device is protected by the interlock unless Force=yes; a
+# StableWrites=off; a zram device is protected by the interlock unless Force=yes (bound to
+# the disk itself); a
 # malformed configuration is reported with file:line and its valid lines still apply.
 # Root only; creates and removes its own loop and zram devices.
 set -uo pipefail
@@ -54,10 +55,13 @@ grep -q "refusing to turn off stable writes on $zram: need is required" <<<"$out
         fail "no interlock error for $zram"
 [ "$(flag "$zram")" = 1 ] || fail "$zram stable_writes reads $(flag "$zram") after refusal, want 1"
 
-# 3. With Force=yes it changes, and the change is logged as a warning.
-printf '[Manager]\nDevices=%s %s\n\n[Device zram*]\nStableWrites=off\nForce=yes\n' "$loop" "$zram" \
-        > "$tmp/etc/stablepages.conf.d/50-test.conf"
-out=$(run_apply "$zram" 2>&1); rc=$?
+# 3. With Force=yes in a section bound to the disk itself (a serial, in a udev database of the
+# test's own, as udevd writes /run/udev/data) it changes, and the change is logged as a warning.
+mkdir -p "$tmp/udev"
+printf 'E:ID_SERIAL=SP_TEST_ZRAM_%s\n' "$$" >"$tmp/udev/b$(cat "/sys/block/$zram/dev")"
+printf '[Manager]\nDevices=%s %s\n\n[Device zram*]\nStableWrites=off\n[Device ID_SERIAL=SP_TEST_ZRAM_%s]\nForce=yes\n' \
+        "$loop" "$zram" "$$" > "$tmp/etc/stablepages.conf.d/50-test.conf"
+out=$(run_apply --udev-data-dir="$tmp/udev" "$zram" 2>&1); rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "forced apply $zram exited $rc"
 [ "$(flag "$zram")" = 0 ] || fail "$zram stable_writes reads $(flag "$zram") after force, want 0"

@@ -74,6 +74,10 @@ json 0 "length == 1 and .[0].name == \"$prot\" and .[0].need == \"required\"" ex
 json 0 'type == "array"' stats
 json 0 "length == 1 and .[0].name == \"$loop\" and (.[0] | keys) == [\"name\", \"stalls\"]
         and .[0].stalls.measured == true and (.[0].stalls.total.hist | length) == 32" stats "$loop"
+# --json=off undoes an earlier --json: the text of status, as without either.
+checks=$((checks + 1))
+[ "$("$SP_CTL" --no-pager --json --json=off status "$loop" 2>&1)" = "$("$SP_CTL" --no-pager status "$loop" 2>&1)" ] ||
+        sp_fail "--json --json=off status is not the text of status: $("$SP_CTL" --no-pager --json --json=off status "$loop" 2>&1)"
 # One schema of stall figures: stats --json holds the "stalls" of status --json, member for member.
 stall_paths() { "$SP_CTL" --json "$@" | jq -c '[.[0].stalls | paths | map(tostring) | join(".")] | sort'; }
 checks=$((checks + 1))

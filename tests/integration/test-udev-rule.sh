@@ -1,11 +1,14 @@
 #!/bin/bash
 # The udev rule runs the one-shot applier for block add/change events of disks and
-# partitions (issue 2). No udevd runs on this machine, so the rule is evaluated with
+# partitions (issue 2), and imports what udev-facts records of a loop device (the device under
+# its backing file). No udevd runs on this machine, so the rule is evaluated with
 # `udevadm test` (which prints the RUN list without running it) from a temporary rules
 # file in /run/udev/rules.d, and the command it would run is then run, proving that the
 # flag is set as the configuration asks. Everything the test creates is removed.
 set -uo pipefail
 SPD=${1:-${STABLEPAGESD:-stablepagesd}}
+# udev runs an IMPORT{program} with a relative path from its own directory: make it absolute.
+[[ $SPD != */* ]] || SPD=$(realpath "$SPD")
 SRC=${SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (loop devices, /run/udev/rules.d)"; exit 77; }
@@ -31,6 +34,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 truncate -s 64M "$tmp/backing"
 loop=$(basename "$(losetup --find --show "$tmp/backing")") || exit 1
+backing_dev=$(stat -c '%Hd:%Ld' "$tmp/backing")
 mkdir -p /run/udev/rules.d "$tmp/etc"
 # The installed rule runs @SBINDIR@/stablepagesd; here it runs the built binary with the
 # test's configuration and runtime directory.
@@ -43,8 +47,12 @@ for action in add change; do
         # Only this test's rule: an installed 60-stablepages.rules (scripts/run) runs too.
         run=$(grep -F -- "--config-dir=$tmp/etc " <<<"$out" | sed -n "s/^run: '\(.*stablepagesd.* apply --action=$action $loop\)'$/\1/p")
         [ -n "$run" ] || { fail "rule does not run the applier for $action of $loop"; echo "$out" | tail -5; continue; }
-        # The import of a device-mapper table is for dm devices only (tests/vm: dm-integrity).
-        grep -q "udev-facts" <<<"$out" && fail "the rule imports dm facts for $action of $loop"
+        # A loop device: the rule imports the device under its backing file, for its diskseq
+        # (the import of a device-mapper table is tested in tests/vm: dm-integrity).
+        grep -q "udev-facts $loop" <<<"$out" || fail "the rule does not import udev-facts for $action of $loop"
+        grep -qx "STABLEPAGES_LOOP_BACKING_DEVNUM=$backing_dev" <<<"$out" &&
+                grep -qx "STABLEPAGES_LOOP_DISKSEQ=$(cat "/sys/block/$loop/diskseq")" <<<"$out" ||
+                fail "$action: udev did not import the device $backing_dev under $loop's backing file: $(grep STABLEPAGES_ <<<"$out")"
         echo 0 > "/sys/block/$loop/queue/stable_writes"
         # shellcheck disable=SC2086
         log=$($run 2>&1) || fail "the rule's command exited $?: $run: $log"

@@ -6,17 +6,18 @@
 
 #include <fcntl.h>
 #include <ftw.h>
-#include <ini.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "config-in-force.h"
+#include "config-show.h"
 #include "config.h"
 #include "fake-sysfs.h"
 #include "tests.h"
 #include "util.h"
 
-/* The longest line inih can take (INI_MAX_LINE includes "\r\n\0"). */
-#define LINE_MAX_LEN (INI_MAX_LINE - 3)
+/* The longest line, without its newline. */
+#define LINE_MAX_LEN CONFIG_LINE_MAX
 #define FILE_MAX (1024 * 1024)
 
 typedef enum FileKind {
@@ -99,8 +100,8 @@ static void check_all_keys(const Config *c) {
         check_strv(c->never_remount, (const char *[]){ "/srv", "/var/lib/db", "/", NULL });
         CHECK_INT(c->n_rules, 2);
         if (c->n_rules == 2) {
-                CHECK_INT(c->rules[0].match.kind, MATCH_NAME_GLOB);
-                CHECK_STR(c->rules[0].match.pattern, "zram*");
+                CHECK_INT(c->rules[0].match.kind, MATCH_PROPERTY);
+                CHECK_STR(c->rules[0].match.pattern, "WDC_WD10_WX11");
                 CHECK_INT(c->rules[0].stable_writes, SETTING_OFF);
                 CHECK_INT(c->rules[0].force, 1);
                 CHECK_INT(c->rules[0].line, 14);
@@ -165,12 +166,44 @@ static void check_integrity(const Config *c) {
         CHECK_INT(c->policy, POLICY_INTEGRITY);
 }
 
+static bool endswith_str(const char *s, const char *suffix) {
+        return s && strlen(s) >= strlen(suffix) && streq(s + strlen(s) - strlen(suffix), suffix);
+}
+
+/* "FILE:LINE" (the file's base name) of the i-th source of the [Manager] key, or NULL. */
+static const char *source_of(const Config *c, const char *key, size_t i) {
+        static char buf[256];
+
+        for (size_t k = 0; k < c->n_sources; k++)
+                if (c->sources[k].rule == CONFIG_SOURCE_MANAGER && streq(c->sources[k].key, key) &&
+                    i-- == 0) {
+                        snprintf(buf, sizeof buf, "%s:%u", strrchr(c->sources[k].file, '/') + 1,
+                                 c->sources[k].line);
+                        return buf;
+                }
+        return NULL;
+}
+
 static void check_dropin_order(const Config *c) {
         CHECK_INT(c->policy, POLICY_INTEGRITY);                /* 20-b.conf beats 10-a.conf */
         CHECK_INT(c->rescan_usec, 10 * USEC_PER_SEC);          /* 10-a.conf beats the main file */
         CHECK_INT(c->stall_calm_usec, 7 * USEC_PER_SEC);       /* only in the main file */
         CHECK_INT(c->apply_mounted, APPLY_MOUNTED_NEXT_MOUNT); /* x.conf.bak, .hidden.conf */
         check_strv(c->devices, (const char *[]){ "sda", "sdb", NULL });
+        /* What show-config says: the files read, in order, and where each key comes from. */
+        CHECK_INT(strv_length(c->files), 3);
+        if (strv_length(c->files) == 3) {
+                CHECK(endswith_str(c->files[0], "/stablepages.conf"));
+                CHECK(endswith_str(c->files[1], "/conf.d/10-a.conf"));
+                CHECK(endswith_str(c->files[2], "/conf.d/20-b.conf"));
+        }
+        CHECK_STR(source_of(c, "Policy", 0), "20-b.conf:2");
+        CHECK_STR(source_of(c, "RescanSec", 0), "10-a.conf:3");
+        CHECK_STR(source_of(c, "StallCalmSec", 0), "stablepages.conf:4");
+        CHECK_STR(source_of(c, "Devices", 0), "stablepages.conf:5");
+        CHECK_STR(source_of(c, "Devices", 1), "10-a.conf:4");
+        CHECK(!source_of(c, "Devices", 2));
+        CHECK(!source_of(c, "ApplyMounted", 0));
 }
 
 static void check_merged_managers(const Config *c) {
@@ -192,7 +225,7 @@ static void check_device_rules(const Config *c) {
         CHECK_INT(c->rules[1].match.kind, MATCH_NAME_GLOB);
         CHECK_STR(c->rules[1].match.pattern, "loop[0-3]");
         CHECK_INT(c->rules[1].stable_writes, _SETTING_INVALID); /* bad value ignored */
-        CHECK_INT(c->rules[1].force, 1);
+        CHECK_INT(c->rules[1].force, -1);                       /* a kernel name: ignored */
         CHECK_INT(c->rules[1].line, 3);
         CHECK_INT(c->rules[2].match.kind, MATCH_DEVNUM);
         CHECK_INT(c->rules[2].line, 9);
@@ -206,12 +239,15 @@ static void check_device_rules(const Config *c) {
 }
 
 static void check_duplicate_devices(const Config *c) {
-        DeviceIdentity id = { .name = "loop7", .devnum = makedev(7, 7) };
+        DeviceIdentity id = { .name = "loop7",
+                              .devnum = makedev(7, 7),
+                              .loop_backing_file = "/srv/7.img",
+                              .kind = DEVICE_KIND_LOOP };
         const DeviceRule *setting_rule = NULL, *force_rule = NULL;
         Setting setting;
         bool force;
 
-        /* Three [Device loop7] sections in two files: each key from the last that sets it. */
+        /* Three sections for loop7 in two files: each key from the last that sets it. */
         CHECK_INT(c->n_rules, 3);
         config_device_settings(c, &id, &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_ON);
@@ -227,14 +263,51 @@ static void check_max_line(const Config *c) {
         CHECK_INT(c->rescan_usec, 30 * USEC_PER_SEC);
 }
 
+/* The lines of long_paths (below), each longer than inih's line buffer, read whole. */
+static char long_backing_file[LINE_MAX_LEN], long_never_remount[LINE_MAX_LEN];
+
+static void check_long_paths(const Config *c) {
+        CHECK_INT(c->n_rules, 1);
+        if (c->n_rules == 1) {
+                CHECK_INT(c->rules[0].match.kind, MATCH_PROPERTY);
+                CHECK_STR(c->rules[0].match.key, "LOOP_BACKING_FILE");
+                CHECK_STR(c->rules[0].match.pattern, long_backing_file);
+                CHECK_INT(c->rules[0].stable_writes, SETTING_ON);
+                CHECK_INT(c->rules[0].line, 3);
+        }
+        CHECK_INT(strv_length(c->never_remount), 1);
+        if (c->never_remount)
+                CHECK_STR(c->never_remount[0], long_never_remount);
+        CHECK_INT(c->policy, POLICY_OBSERVE); /* only the last, valid Policy= line */
+}
+
+/* Devices= of long_devices_ok: 400 names on one line of 3,607 bytes. */
+static void check_long_devices(const Config *c) {
+        CHECK_INT(strv_length(c->devices), 400);
+        if (strv_length(c->devices) == 400) {
+                CHECK_STR(c->devices[0], "loop1000");
+                CHECK_STR(c->devices[217], "loop1217");
+                CHECK_STR(c->devices[399], "loop1399");
+        }
+}
+
 /* ---- the cases ---- */
 
 /* "[Manager]\nNeverRemount=/aaa...<tail>\nRescanSec=30\n" where the second line is len
  * bytes long and ends with tail. */
-static char long_line_ok[512], long_line_bad[512], long_line_split[512];
+static char long_line_ok[LINE_MAX_LEN + 64], long_line_bad[LINE_MAX_LEN + 64],
+        long_line_split[LINE_MAX_LEN + 64];
 
-/* "[Manager]\nDevices=loop1000 loop1001 ...\n": 30 names, a line longer than LINE_MAX_LEN. */
-static char long_devices[512];
+/* "[Manager]\nDevices=loop1000 loop1001 ...\n": n names on one line. */
+static char long_devices_ok[LINE_MAX_LEN + 64], long_devices_bad[2 * LINE_MAX_LEN];
+
+/* A 4,000-byte [Device LOOP_BACKING_FILE=...] header and a 4,000-byte NeverRemount= line whose
+ * path holds '#' and ';' (not after whitespace: no comment), then a bad line: its number is
+ * right after the long lines. */
+static char long_paths[3 * LINE_MAX_LEN];
+
+/* A value with a run of 300 ';' the parser cannot be handed in pieces. */
+static char long_semicolons[512];
 
 static void make_long_line(char *buf, size_t len, const char *tail) {
         size_t k = strlen("NeverRemount=/");
@@ -246,15 +319,39 @@ static void make_long_line(char *buf, size_t len, const char *tail) {
         strcat(buf, "\nRescanSec=30\n");
 }
 
+static void make_long_devices(char *buf, unsigned n) {
+        strcpy(buf, "[Manager]\nDevices=");
+        for (unsigned i = 0; i < n; i++)
+                sprintf(buf + strlen(buf), "%sloop%u", i ? " " : "", 1000 + i);
+        strcat(buf, "\n");
+}
+
+/* A path of len bytes: "/srv/" then components of "d#NNN;x" and 'b's. */
+static void make_long_path(char *buf, size_t len) {
+        strcpy(buf, "/srv");
+        for (unsigned i = 0; strlen(buf) + 8 <= len; i++)
+                sprintf(buf + strlen(buf), "/d#%03u;x", i % 1000);
+        memset(buf + strlen(buf), 'b', len - strlen(buf));
+        buf[len] = '\0';
+}
+
 static void make_long_lines(void) {
         make_long_line(long_line_ok, LINE_MAX_LEN, "");
         make_long_line(long_line_bad, LINE_MAX_LEN + 1, "");
-        /* If this line were split at inih's buffer size, its tail would apply. */
-        make_long_line(long_line_split, INI_MAX_LINE - 1 + strlen("Policy=latency"), "Policy=latency");
-        strcpy(long_devices, "[Manager]\nDevices=");
-        for (unsigned i = 0; i < 30; i++)
-                sprintf(long_devices + strlen(long_devices), "%sloop%u", i ? " " : "", 1000 + i);
-        strcat(long_devices, "\n");
+        /* If this line were cut at the limit, its tail would apply. */
+        make_long_line(long_line_split, LINE_MAX_LEN + strlen("Policy=latency"), "Policy=latency");
+        make_long_devices(long_devices_ok, 400);
+        make_long_devices(long_devices_bad, 500);
+        /* "[Device LOOP_BACKING_FILE=" and "]": 4,000 bytes in all. */
+        make_long_path(long_backing_file, 4000 - strlen("[Device LOOP_BACKING_FILE=]"));
+        make_long_path(long_never_remount, 4000 - strlen("NeverRemount="));
+        snprintf(long_paths, sizeof long_paths,
+                 "[Manager]\nPolicy=observe\n[Device LOOP_BACKING_FILE=%s]\nStableWrites=on\n"
+                 "[Manager]\nNeverRemount=%s\nPolicy=bogus\n",
+                 long_backing_file, long_never_remount);
+        strcpy(long_semicolons, "[Manager]\nNeverRemount=/x");
+        memset(long_semicolons + strlen(long_semicolons), ';', 300);
+        strcat(long_semicolons, "\nRescanSec=30\n");
 }
 
 static const Case cases[] = {
@@ -275,7 +372,7 @@ static const Case cases[] = {
                                "StallCalmSec=604800\n"
                                "StallMinWaits=3\n"
                                "MetricsFile=/run/stablepages/metrics.prom\n"
-                               "[Device zram*]\n"
+                               "[Device ID_SERIAL=WDC_WD10_WX11]\n"
                                "StableWrites=off\n"
                                "Force=yes\n"
                                "[Device 7:0]\n"
@@ -314,12 +411,22 @@ static const Case cases[] = {
           check_devices_all_bad },
         /* A Devices= line rejected before its value is read: fails closed, as an assignment
          * whose entries are all invalid (the bench's 1,024 names on one line once left the
-         * daemon writing every disk of the machine). */
+         * daemon writing every disk of the machine). 500 names: 4,507 bytes. */
         { "over-long Devices= line",
-          { TEXT("main", long_devices) },
-          { ERR("main", 2, "line is too long (277 bytes, at most 197)"),
+          { TEXT("main", long_devices_bad) },
+          { ERR("main", 2, "line is too long (4507 bytes, at most 4096)"),
             ERR("main", 2, "Devices= on this line cannot be read: the disks it lists are only observed") },
           check_devices_all_bad },
+        /* Longer than inih's 200-byte buffer: read whole, cut only between names. */
+        { "Devices= of 400 names", { TEXT("main", long_devices_ok) }, {}, check_long_devices },
+        { "4,000-byte lines",
+          { TEXT("main", long_paths) },
+          { ERR("main", 7, "invalid Policy= value \"bogus\"") },
+          check_long_paths },
+        { "a value the parser cannot take in pieces",
+          { TEXT("main", long_semicolons) },
+          { ERR("main", 2, "NeverRemount=: the value has a run of blanks or of '#' and ';' too long") },
+          check_rescan_30_only },
         { "Devices= line not UTF-8",
           { TEXT("main", "[Manager]\n  Devices = sd\xe9\n") },
           { ERR("main", 2, "line is not valid UTF-8"),
@@ -444,8 +551,8 @@ static const Case cases[] = {
         { "longest line", { TEXT("main", long_line_ok) }, {}, check_max_line },
         { "over-long line",
           { TEXT("main", long_line_bad), TEXT("10-a.conf", long_line_split) },
-          { ERR("main", 2, "line is too long (198 bytes, at most 197)"),
-            ERR("10-a.conf", 2, "line is too long (213 bytes, at most 197)") },
+          { ERR("main", 2, "line is too long (4097 bytes, at most 4096)"),
+            ERR("10-a.conf", 2, "line is too long (4110 bytes, at most 4096)") },
           check_rescan_30_only },
         { "file of exactly the maximum size",
           { { "main", FILE_FILLER, NULL, FILE_MAX }, TEXT("10-a.conf", "[Manager]\nRescanSec=30\n") },
@@ -491,7 +598,8 @@ static const Case cases[] = {
             ERR("main", 8, "invalid RescanSec= value \"-9223372036854775808\"") },
           check_valid_lines_applied },
         { "duplicated [Device] sections",
-          { TEXT("main", "[Device loop7]\nForce=yes\nStableWrites=off\n[Device loop7]\nStableWrites=auto\n"),
+          { TEXT("main", "[Device LOOP_BACKING_FILE=/srv/7.img]\nForce=yes\nStableWrites=off\n"
+                         "[Device LOOP_BACKING_FILE=/srv/7.img]\nStableWrites=auto\n"),
             TEXT("10-a.conf", "[Device loop7]\nStableWrites=off\nStableWrites=on\n") },
           {},
           check_duplicate_devices },
@@ -552,6 +660,8 @@ static const Case cases[] = {
             TEXT("50-dev.conf", "\n[Device zram0]\nStableWrites=on\nStableWrites=\nForce=no\n") },
           { ERR("main", 4, "invalid StableWrites= value \"maybe\": expected on, off or auto"),
             ERR("main", 5, "invalid Force= value \"perhaps\": expected a boolean"),
+            ERR("main", 6,
+                "Force=true in [Device loop[0-3]]: a kernel name goes to whichever disk takes it"),
             ERR("main", 7,
                 "[Device /dev/sda]: invalid device match \"/dev/sda\": use the kernel "
                 "name (\"sda\"), not a path"),
@@ -798,13 +908,14 @@ static void test_match_test(void) {
 static void test_device_settings(void) {
         static const char text[] = "[Device sd*]\n" /* 1 */
                                    "StableWrites=off\n"
-                                   "[Device ID_FS_TYPE=ext4]\n" /* 3 */
+                                   "[Device ID_SERIAL=WDC_WD40EFRX_1234]\n" /* 3 */
                                    "StableWrites=on\n"
                                    "Force=yes\n"
                                    "[Device sda]\n" /* 6 */
                                    "Force=no\n"
-                                   "[Device 8:16]\n" /* 8 */
+                                   "[Device ID_WWN=0x5000c500a1b2c3e5]\n" /* 8 */
                                    "Force=yes\n";
+        static const char *const sdb_props[] = { "ID_WWN=0x5000c500a1b2c3e5", NULL };
         _cleanup_(config_diags_done) ConfigDiags diags = {};
         _cleanup_(config_done) Config c = {};
         const DeviceRule *setting_rule, *force_rule;
@@ -816,7 +927,7 @@ static void test_device_settings(void) {
         CHECK_INT(diags.n, 0);
         CHECK_INT(c.n_rules, 4);
 
-        /* sda: sd* says off, the ext4 partition says on + force, sda says force=no */
+        /* sda: sd* says off, its serial says on + force, sda says force=no */
         config_device_settings(&c, &(DeviceIdentity){ "sda", makedev(8, 0), (char *const *) sda_props },
                                &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_ON);
@@ -825,9 +936,9 @@ static void test_device_settings(void) {
         CHECK(force_rule && force_rule->line == 6);
         CHECK_STR(setting_rule ? setting_rule->file : NULL, "mem");
 
-        /* sdb: only sd* and 8:16 */
-        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, &force,
-                               &setting_rule, &force_rule);
+        /* sdb: only sd* and its WWN */
+        config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), (char *const *) sdb_props },
+                               &setting, &force, &setting_rule, &force_rule);
         CHECK_INT(setting, SETTING_OFF);
         CHECK(force);
         CHECK(setting_rule && setting_rule->line == 1);
@@ -845,6 +956,83 @@ static void test_device_settings(void) {
         config_device_settings(&c, &(DeviceIdentity){ "sdb", makedev(8, 16), NULL }, &setting, NULL, NULL,
                                NULL);
         CHECK_INT(setting, SETTING_OFF);
+}
+
+/* Force=yes binds to one disk itself, never to a slot, a name, a number, a pattern or what is on
+ * a disk: such a line is an error with its file:line and forces nothing. */
+static void test_force_bound_to_disk(void) {
+        static const char text[] = "[Device zram*]\n" /* 1 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n"
+                                   "[Device 252:0]\n" /* 4 */
+                                   "Force=yes\n"
+                                   "[Device ID_PATH=pci-0000:00:1f.2-ata-1]\n" /* 6 */
+                                   "Force=yes\n"
+                                   "[Device ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef]\n" /* 8 */
+                                   "Force=yes\n"
+                                   "[Device ID_SERIAL=WDC_*]\n" /* 10 */
+                                   "Force=1\n"
+                                   "[Device ID_SERIAL=WDC\\*1]\n" /* 12: exact, '*' escaped */
+                                   "Force=no\n"
+                                   "Force=yes\n"
+                                   "[Device DM_UUID=CRYPT-LUKS2-abc]\n" /* 15 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n";
+        static const char *const slot[] = { "ID_PATH=pci-0000:00:1f.2-ata-1",
+                                            "ID_FS_UUID=01234567-89ab-cdef-0123-456789abcdef",
+                                            "ID_SERIAL=WDC_other", NULL };
+        static const char *const star[] = { "ID_SERIAL=WDC*1", NULL };
+        static const char *const dm[] = { "DM_UUID=CRYPT-LUKS2-abc", NULL };
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {};
+        const DeviceRule *force_rule;
+        Setting setting;
+        bool force;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 5);
+        for (size_t i = 0; i < diags.n && i < 5; i++) {
+                static const unsigned lines[] = { 3, 5, 7, 9, 11 };
+                static const char *const why[] = {
+                        "a kernel name goes to whichever disk takes it",
+                        "a device number goes to whichever disk takes it",
+                        "ID_PATH names a slot, which another disk plugged there matches too",
+                        "ID_FS_UUID names no disk itself",
+                        "a pattern can match other disks",
+                };
+                CHECK_INT(diags.items[i].level, DIAG_ERROR);
+                CHECK_INT(diags.items[i].line, lines[i]);
+                CHECK_CONTAINS(diags.items[i].message, why[i]);
+                CHECK_CONTAINS(diags.items[i].message, "ignoring this line");
+        }
+        for (size_t i = 0; i < 5 && i < c.n_rules; i++)
+                CHECK_INT(c.rules[i].force, -1);
+
+        /* zram0 in the slot, with that filesystem and a serial the pattern matches: no force. */
+        config_device_settings(&c,
+                               &(DeviceIdentity){ "zram0", makedev(252, 0), (char *const *) slot,
+                                                  .kind = DEVICE_KIND_ZRAM },
+                               &setting, &force, NULL, &force_rule);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(!force);
+        CHECK(force_rule == NULL);
+        /* The escaped '*' is the disk's own serial. */
+        config_device_settings(&c, &(DeviceIdentity){ "sdc", makedev(8, 32), (char *const *) star },
+                               &setting, &force, NULL, &force_rule);
+        CHECK(force);
+        CHECK(force_rule && force_rule->line == 12);
+        /* DM_UUID names the dm device, not a disk below it that carries the same UUID. */
+        config_device_settings(
+                &c, &(DeviceIdentity){ "dm-0", makedev(253, 0), (char *const *) dm, .kind = DEVICE_KIND_DM },
+                &setting, &force, NULL, NULL);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(force);
+        config_device_settings(
+                &c, &(DeviceIdentity){ "sdd", makedev(8, 48), (char *const *) dm, .kind = DEVICE_KIND_SCSI },
+                &setting, &force, NULL, NULL);
+        CHECK_INT(setting, SETTING_OFF);
+        CHECK(!force);
 }
 
 static void test_managed(void) {
@@ -1101,6 +1289,154 @@ static void test_unusable_dropin_dir(void) {
         tree_free(dir);
 }
 
+/* config_format() (the configuration in force as the daemon writes it for the applier): every
+ * key under where it was read, each [Device] section after its file:line; reads back without a
+ * diagnostic into the same settings. */
+static void test_format(void) {
+        static const char text[] = "[Manager]\n"
+                                   "Policy=latency\n"
+                                   "Devices=sd* nvme0n1\n"
+                                   "NeverRemount=/srv//data/ /home\n"
+                                   "MetricsFile=/run/m.prom\n"
+                                   "StallBudgetMSec=250\n"
+                                   "[Device ID_SERIAL=WDC\\*1]\n" /* 7 */
+                                   "StableWrites=off\n"
+                                   "Force=yes\n"
+                                   "[Device 7:0]\n" /* 10 */
+                                   "Need=required\n"
+                                   "[Device zram*]\n"; /* 12 */
+        _cleanup_(config_diags_done) ConfigDiags diags = {}, diags2 = {};
+        _cleanup_(config_done) Config c = {}, c2 = {};
+        _cleanup_free_ char *f = NULL, *f2 = NULL;
+
+        CHECK_INT(config_init_defaults(&c), 0);
+        CHECK_INT(config_parse_buffer(&c, "mem", text, sizeof text - 1, &diags), 0);
+        CHECK_INT(diags.n, 0);
+        f = config_format(&c);
+        CHECK_CONTAINS(f, "[Manager]\n# mem:2\nPolicy=latency\n# mem:3\nDevices=sd* nvme0n1\n");
+        CHECK_CONTAINS(f, "# default\nApplyMounted=next-mount\n");
+        CHECK_CONTAINS(f, "# mem:4\nNeverRemount=/srv/data /home\n");
+        CHECK_CONTAINS(
+                f, "# mem:7\n[Device ID_SERIAL=WDC\\*1]\n# mem:8\nStableWrites=off\n# mem:9\nForce=yes\n");
+        CHECK_CONTAINS(f, "# mem:10\n[Device 7:0]\n# mem:11\nNeed=required\n");
+        CHECK_CONTAINS(f, "# mem:12\n[Device zram*]\n");
+        CHECK_INT(config_init_defaults(&c2), 0);
+        CHECK_INT(config_parse_buffer(&c2, "mem", f, strlen(f ?: ""), &diags2), 0);
+        CHECK_INT(diags2.n, 0);
+        CHECK_INT(c2.policy, POLICY_LATENCY);
+        CHECK_INT(c2.n_rules, 3);
+        CHECK_INT(c2.stall_budget_usec, 250 * USEC_PER_MSEC);
+        CHECK(config_device_is_managed(&c2, "nvme0n1") && !config_device_is_managed(&c2, "loop0"));
+        f2 = config_format(&c2);
+        CHECK_CONTAINS(f2, "Devices=sd* nvme0n1\n");
+        CHECK_CONTAINS(f2, "[Device ID_SERIAL=WDC\\*1]\n# mem:");
+
+        /* A Devices= none of whose entries could be used manages no disk: so does ".". */
+        config_done(&c2);
+        config_diags_done(&diags2);
+        CHECK_INT(config_init_defaults(&c2), 0);
+        CHECK_INT(config_parse_buffer(&c2, "mem", "[Manager]\nDevices=/dev/sda\n", 28, &diags2), 0);
+        free(f2);
+        f2 = config_format(&c2);
+        CHECK_CONTAINS(f2, "\nDevices=.\n");
+        CHECK(!config_device_is_managed(&c2, "sda"));
+}
+
+/* The lock, held by a child that stands for the daemon until the pipe closes. */
+static pid_t hold_lock(const char *runtime, int *ret_release) {
+        int ready[2], release[2];
+        char b;
+        pid_t pid;
+
+        CHECK(pipe(ready) == 0 && pipe(release) == 0);
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+                int fd = config_in_force_lock(runtime, NULL);
+                close(ready[0]);
+                close(release[1]);
+                if (fd < 0 || write(ready[1], "1", 1) != 1)
+                        _exit(1);
+                (void) read(release[0], &b, 1);
+                _exit(0);
+        }
+        close(ready[1]);
+        close(release[0]);
+        CHECK(read(ready[0], &b, 1) == 1);
+        close(ready[0]);
+        *ret_release = release[1];
+        return pid;
+}
+
+/* config_load_in_force(): the files, unless they have errors while a daemon holds the lock. */
+static void test_in_force(void) {
+        _cleanup_free_ char *runtime = NULL, *main_file = NULL, *dropins = NULL, *copy = NULL;
+        _cleanup_(config_diags_done) ConfigDiags diags = {};
+        _cleanup_(config_done) Config c = {}, daemons = {};
+        _cleanup_free_ char *note = NULL;
+        char *dir = tree_new();
+        int release = -1;
+        pid_t pid;
+
+        runtime = path_join(dir, "run");
+        main_file = path_join(dir, "stablepages.conf");
+        dropins = path_join(dir, "conf.d");
+        copy = path_join(runtime, CONFIG_IN_FORCE_FILE);
+        CHECK(mkdir(runtime, 0755) == 0);
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nApplyMounted=sometimes\n");
+
+        /* No daemon: the files without their bad line, as the daemon reads them at start. */
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        CHECK_INT(config_diags_errors(&diags), 1);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* A daemon holds the lock and keeps "integrity" in force. */
+        pid = hold_lock(runtime, &release);
+        CHECK_INT(config_init_defaults(&daemons), 0);
+        daemons.policy = POLICY_INTEGRITY;
+        CHECK_INT(config_in_force_save(runtime, &daemons), 0);
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_INTEGRITY);
+        CHECK_INT(config_diags_errors(&diags), 1); /* the files' errors are still reported */
+        _cleanup_free_ char *want = strdup_printf("keeps in force, as it does (%s)", copy);
+        CHECK_CONTAINS(note, want);
+        _cleanup_free_ char *who = strdup_printf("stablepagesd (pid %d)", (int) pid);
+        CHECK_CONTAINS(note, who);
+        config_done(&c);
+        config_diags_done(&diags);
+        note = mfree(note);
+
+        /* Files without errors: the files, whatever the daemon has. */
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\n");
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        config_done(&c);
+        config_diags_done(&diags);
+
+        /* A copy that does not read cleanly is not used, and the note says why. */
+        tree_put(dir, "stablepages.conf", "[Manager]\nPolicy=latency\nApplyMounted=sometimes\n");
+        tree_put(dir, "run/" CONFIG_IN_FORCE_FILE, "[Manager]\nPolicy=integrity\nRescanSec=x\n");
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), -EIO);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK_CONTAINS(note, "cannot be read from");
+        config_done(&c);
+        config_diags_done(&diags);
+        note = mfree(note);
+
+        /* The daemon gone: its lock with it, so its copy is no longer used. */
+        CHECK_INT(config_in_force_save(runtime, &daemons), 0);
+        close(release);
+        CHECK(waitpid(pid, NULL, 0) == pid);
+        CHECK_INT(config_load_in_force(main_file, dropins, runtime, &c, &diags, &note), 0);
+        CHECK_INT(c.policy, POLICY_LATENCY);
+        CHECK(note == NULL);
+        tree_free(dir);
+}
+
 int main(void) {
         make_long_lines();
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
@@ -1108,11 +1444,14 @@ int main(void) {
         test_match_parse();
         test_match_test();
         test_device_settings();
+        test_force_bound_to_disk();
         test_managed();
         test_strings();
         test_diags_print();
         test_buffer();
         test_shipped_config();
         test_unusable_dropin_dir();
+        test_format();
+        test_in_force();
         return tests_finish();
 }

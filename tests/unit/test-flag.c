@@ -103,12 +103,22 @@ static void test_identity(void) {
         CHECK_INT(write_as(&w, &reason), -ESTALE);
         CHECK_CONTAINS(reason, "cannot read its diskseq");
 
-        /* Gone: its directory without dev (del_gendisk), or no directory at all. */
+        /* Gone: its directory emptied (del_gendisk), or no directory at all. */
         reason = mfree(reason);
-        tree_put(root, "block/gone/diskseq", "3\n");
+        tree_mkdir(root, "block/gone/queue");
         w = req("gone", 3, NEED_NONE, 0);
         CHECK_INT(write_as(&w, &reason), -ENODEV);
         CHECK_CONTAINS(reason, "gone: the disk was removed");
+
+        /* A hidden disk (an NVMe multipath path) has no device number, but a diskseq. */
+        reason = mfree(reason);
+        tree_put(root, "block/nvme0c0n1/diskseq", "6\n");
+        tree_put(root, "block/nvme0c0n1/queue/stable_writes", "0\n");
+        w = req("nvme0c0n1", 6, NEED_NONE, 1);
+        CHECK_INT(write_as(&w, &reason), 0);
+        s = mfree(s);
+        s = flag_of("nvme0c0n1");
+        CHECK_STR(s, "1");
         reason = mfree(reason);
         w = req("nosuchdisk", 3, NEED_NONE, 0);
         CHECK_INT(write_as(&w, &reason), -ENODEV);
@@ -202,7 +212,7 @@ static void test_test_hook(void) {
 
         put_disk("loop3", "21\n", "7:3\n", "0\n");
         setenv("STABLEPAGES_TEST_FLAG_WRITE", "refuse", 1);
-        CHECK_INT(write_as(&w, &reason), -EPERM);
+        CHECK_INT(write_as(&w, &reason), -EROFS);
         unsetenv("STABLEPAGES_TEST_FLAG_WRITE");
         CHECK_CONTAINS(reason, "loop3: not writing 1 to queue/stable_writes: refused by the test hook");
         s = flag_of("loop3");

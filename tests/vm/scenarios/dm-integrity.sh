@@ -26,6 +26,11 @@
 SECONDS_PER_RUN=4
 MIN_READS=100 # what each race must have read for its "no EILSEQ" to count
 udevd_start
+# Force=yes binds only to an identity of the disk itself: a rule of the scenario's own gives
+# each dm device it makes a serial, as udev gives a real disk one (bare-B has no dm uuid).
+echo 'SUBSYSTEM=="block", KERNEL=="dm-*", ATTR{dm/name}=="sp-*", ENV{ID_SERIAL}="SPTEST_$attr{dm/name}"' \
+        > /run/udev/rules.d/59-sptest-serial.rules
+udevadm control --reload || die "udevadm control --reload"
 
 # Whether this kernel declares stable writes for dm-integrity's internal-hash modes B and D:
 # "dm-integrity: require stable writes for internal hash modes" (7.3; 6.12.115, 6.1.191).
@@ -138,6 +143,7 @@ for mode in J B D bare-B; do
                 check "$mode, flag 1: no checksum errors in the kernel log" [ "$KMSG_CSUM" -eq 0 ]
                 config "[Device $DEV]
 StableWrites=off
+[Device ID_SERIAL=SPTEST_$(cat "/sys/block/$DEV/dm/name")]
 Force=yes"
                 udevadm trigger --action=change "/sys/block/$DEV" && udevadm settle -t 30
                 check "$mode: forced off, the rule turned the flag off" flag_is "$DEV" 0

@@ -52,10 +52,15 @@ check "stable writes on: the writer got no write errors" [ "$RACE_ERRORS" -eq 0 
 check "stable writes on: no guard/protection errors in the kernel log" [ "$KMSG_GUARD" -eq 0 ]
 umount /mnt/t
 
+# Force=yes binds only to an identity of the disk itself, never to its kernel name: the serial
+# udev would record (no udevd runs here, so the scenario writes its database entry).
+mkdir -p /run/udev/data
+echo "E:ID_SERIAL=SP_PI_DISK" > "/run/udev/data/b$(cat "/sys/block/$d/dev")"
 config "[Manager]
 Devices=$d
 [Device $d]
 StableWrites=off
+[Device ID_SERIAL=SP_PI_DISK]
 Force=yes"
 apply "$d"; rc=$?
 if ! kernel_at_least 6 11; then
