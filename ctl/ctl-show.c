@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "bus-api.h"
+#include "ctl-consumers.h"
 #include "ctl.h"
 #include "engine.h"
 #include "identity.h"
@@ -13,8 +14,8 @@
 #include "table.h"
 #include "util.h"
 
-static const char *const status_header[] = { "DEVICE", "NEED",      "KERNEL", "DESIRED",
-                                             "MOUNTS", "STALL-P99", NULL };
+static const char *const status_header[] = { "DEVICE", "NEED",       "KERNEL",    "DESIRED",
+                                             "MOUNTS", "CACHE/SWAP", "STALL-P99", NULL };
 
 static const char *const overrides_header[] = { "OVERRIDE", "SETTING", "SCOPE", "BOUND-TO", "SOURCE", NULL };
 
@@ -37,8 +38,8 @@ static void overrides_print(const Table *t) {
 }
 
 static void say_fallback(void) {
-        fprintf(stderr, "stablepagesd is not running: reading sysfs directly "
-                        "(no mount state, no stall figures).\n");
+        fprintf(stderr, "stablepagesd is not running: reading sysfs directly (mounts and swap areas assumed "
+                        "to run with the flag as it is now, no stall figures).\n");
 }
 
 /* Sets up an engine the way stablepagesd would, read-only. Returns 0, or -EIO when it cannot
@@ -68,33 +69,29 @@ static int local_engine(Engine *e) {
         return 0;
 }
 
-/* The hazard where it exists: a disk that needs stable writes runs without them, which the
- * flag alone cannot fix for a filesystem mounted meanwhile. Said at error level. */
-static void say_hazard(const char *disk, const char *need, const char *reason, const char *target,
-                       const char *fstype) {
-        _cleanup_free_ char *why =
-                reason ? strdup_printf("need %s: %s", need, reason)
-                       : strdup_printf("need %s, see \"stablepagesctl explain %s\"", need, disk);
-        if (target)
-                log_error("%s (%s on %s) runs without stable writes, but %s needs them (%s): "
-                          "unmount and mount it again.",
-                          target, fstype, disk, disk, why ?: need);
-        else
-                log_error("%s needs stable writes (%s) but they are off: \"stablepagesd apply %s\" "
-                          "turns them on; a filesystem mounted while they were off runs without them "
-                          "until it is unmounted and mounted again.",
-                          disk, why ?: need, disk);
+/* A disk that needs stable writes whose flag is off: what starts on it now (a mount, a swapon, a
+ * mapping) would run without them. A warning: what runs on it already is each consumer's, and
+ * a consumer that runs without them is said at error level (ctl_say_consumer_hazards()). */
+static void say_flag_off(const char *disk, const char *need, const char *reason) {
+        log_warning(
+                "%s needs stable writes (need %s%s%s) but its flag is off: a filesystem mounted, a swap "
+                "area activated or a mapping made on it now would run without them; \"stablepagesd apply "
+                "%s\" turns them on.",
+                disk, need, reason ? ": " : "", reason ?: "", disk);
 }
 
-/* The hazards of the disks (every disk when NULL) without the daemon: their flags. */
-static void say_local_hazards(const Engine *e, char *const *disks) {
+/* What the disks (every disk when NULL) say without the daemon: their consumers' hazards, and
+ * flags off where they are needed. */
+static void say_local_hazards(const Engine *e, const ConsumerSet *consumers, char *const *disks) {
         for (size_t i = 0; i < e->table.n; i++) {
                 const EngineDevice *d = &e->devices[i];
-                if ((!disks || strv_contains(disks, d->facts->name)) && !d->facts->hidden &&
-                    need_is_protected(d->class.need) && !d->class.in_force &&
+                if (disks && !strv_contains(disks, d->facts->name))
+                        continue;
+                ctl_say_consumer_hazards(d->facts->name, consumer_set_find(consumers, d->facts->name));
+                if (!d->facts->hidden && need_is_protected(d->class.need) && !d->class.in_force &&
                     d->facts->stable_writes != ATTR_ABSENT)
-                        say_hazard(d->facts->name, need_to_string(d->class.need),
-                                   d->class.reasons ? d->class.reasons[0] : NULL, NULL, NULL);
+                        say_flag_off(d->facts->name, need_to_string(d->class.need),
+                                     d->class.reasons ? d->class.reasons[0] : NULL);
         }
 }
 
@@ -119,6 +116,7 @@ static int status_local(int argc, char **argv) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_strv_free_ char **disks = NULL;
+        _cleanup_(consumer_set_done) ConsumerSet consumers = {};
 
         say_fallback();
         int r = local_engine(&e);
@@ -131,6 +129,9 @@ static int status_local(int argc, char **argv) {
                 engine_dump_json(&e, disks, stdout, arg_json == JSON_PRETTY);
                 return 0;
         }
+        r = ctl_consumers_local(&e, &consumers);
+        if (r < 0)
+                return r;
         t = table_new(status_header);
         if (!t)
                 return log_oom();
@@ -138,11 +139,16 @@ static int status_local(int argc, char **argv) {
                 const EngineDevice *d = &e.devices[i];
                 if (disks && !strv_contains(disks, d->facts->name))
                         continue;
+                const DeviceConsumers *c = consumer_set_find(&consumers, d->facts->name);
+                _cleanup_free_ char *summary = consumers_summary(c), *mounts = ctl_mounts_summary(c);
+                if (!summary || !mounts)
+                        return log_oom();
                 const char *row[] = { d->facts->name,
                                       need_to_string(d->class.need),
                                       kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
                                       desired_to_string(d->decision.desired),
-                                      "?",
+                                      mounts,
+                                      summary,
                                       "-" };
                 if (table_add_row(t, row) < 0)
                         return log_oom();
@@ -161,7 +167,7 @@ static int status_local(int argc, char **argv) {
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
         overrides_print(o);
-        say_local_hazards(&e, disks);
+        say_local_hazards(&e, &consumers, disks);
         return 0;
 }
 
@@ -191,35 +197,11 @@ int ctl_resolve_names(sd_bus *bus, int argc, char **argv, char ***ret) {
         return 0;
 }
 
-/* The mounted filesystems that run without stable writes on a disk of protected ("DISK=need")
- * whose need protects it, from the daemon's ListFilesystems. */
-static int say_bus_hazards(sd_bus *bus, char *const *disks, char *const *protected) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r;
-
-        if (!protected)
-                return 0;
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListFilesystems", &error,
-                               &reply, "");
-        if (r < 0)
-                return ctl_call_error("status", &error, r);
-        r = sd_bus_message_enter_container(reply, 'a', "(ssssssbs)");
-        for (;;) {
-                const char *target, *source, *fstype, *disk, *effective, *origin, *mount_reason, *need;
-                int pending;
-                if (r >= 0)
-                        r = sd_bus_message_read(reply, "(ssssssbs)", &target, &source, &fstype, &disk,
-                                                &effective, &origin, &pending, &mount_reason);
-                if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m");
-                if (r == 0)
-                        return 0;
-                if ((strv_length(disks) > 0 && !strv_contains(disks, disk)) || !streq(effective, "off") ||
-                    !(need = strv_find_value(protected, disk)))
-                        continue;
-                say_hazard(disk, need, NULL, target, fstype);
-        }
+/* The hazards of the consumers of the disks (every disk when disks is empty), from the daemon. */
+static void say_bus_hazards(const ConsumerSet *consumers, char *const *disks) {
+        for (size_t i = 0; i < consumers->n; i++)
+                if (strv_length(disks) == 0 || strv_contains(disks, consumers->disks[i]))
+                        ctl_say_consumer_hazards(consumers->disks[i], &consumers->lists[i]);
 }
 
 /* The filesystems an unmount + mount cycle left unmounted: whatever else status shows. */
@@ -276,13 +258,12 @@ static const char *format_p99(uint64_t p99, char buf[static 32]) {
         return buf;
 }
 
-/* The table of the disks (ListDevices; only those of disks unless it is empty), and in
- * *ret_protected "DISK=NEED" of those that need stable writes. */
-static int status_devices(sd_bus *bus, char **disks, Table **ret, char ***ret_protected) {
+/* The table of the disks (ListDevices; only those of disks unless it is empty), with the
+ * summary of their consumers. */
+static int status_devices(sd_bus *bus, char **disks, const ConsumerSet *consumers, Table **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(table_freep) Table *t = NULL;
-        _cleanup_strv_free_ char **protected = NULL;
         int r;
 
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &reply,
@@ -309,17 +290,20 @@ static int status_devices(sd_bus *bus, char **disks, Table **ret, char ***ret_pr
                         break;
                 if (strv_length(disks) > 0 && !strv_contains(disks, name))
                         continue;
-                const char *row[] = {
-                        name, need, kernel, desired, isempty(mounts) ? "-" : mounts, format_p99(p99, p99s)
-                };
-                if (table_add_row(t, row) < 0)
+                _cleanup_free_ char *summary = consumers_summary(consumer_set_find(consumers, name));
+                if (!summary)
                         return log_oom();
-                if (need_is_protected(need_from_string(need)) &&
-                    strv_extendf(&protected, "%s=%s", name, need) < 0)
+                const char *row[] = { name,
+                                      need,
+                                      kernel,
+                                      desired,
+                                      isempty(mounts) ? "-" : mounts,
+                                      summary,
+                                      format_p99(p99, p99s) };
+                if (table_add_row(t, row) < 0)
                         return log_oom();
         }
         *ret = TAKE_PTR(t);
-        *ret_protected = TAKE_PTR(protected);
         return 0;
 }
 
@@ -371,7 +355,8 @@ static void print_stall_probe(sd_bus *bus) {
 int verb_status(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(table_freep) Table *t = NULL, *o = NULL;
-        _cleanup_strv_free_ char **disks = NULL, **protected = NULL;
+        _cleanup_strv_free_ char **disks = NULL;
+        _cleanup_(consumer_set_done) ConsumerSet consumers = {};
         int r;
 
         assert(argv);
@@ -385,7 +370,10 @@ int verb_status(int argc, char **argv) {
         if (arg_json != JSON_OFF)
                 return ctl_dump_json(bus, "status", disks, 0);
 
-        r = status_devices(bus, disks, &t, &protected);
+        r = ctl_consumers_from_bus(bus, &consumers);
+        if (r < 0)
+                return r;
+        r = status_devices(bus, disks, &consumers, &t);
         if (r < 0)
                 return r;
         if (arg_legend)
@@ -397,7 +385,8 @@ int verb_status(int argc, char **argv) {
         table_print(t, stdout, arg_legend);
         overrides_print(o);
         print_unmounted(bus);
-        return say_bus_hazards(bus, disks, protected);
+        say_bus_hazards(&consumers, disks);
+        return 0;
 }
 
 static void print_reasons(const char *label, char *const *reasons) {
@@ -427,6 +416,7 @@ static void print_stable_id(const char *match) {
 
 static int explain_local(const char *name) {
         _cleanup_(engine_done) Engine e = {};
+        _cleanup_(consumer_set_done) ConsumerSet consumers = {};
 
         say_fallback();
         int r = local_engine(&e);
@@ -452,7 +442,11 @@ static int explain_local(const char *name) {
         print_stable_id(match);
         if (d->need_problem)
                 printf("  %-9s%s\n", "problem:", d->need_problem);
-        say_local_hazards(&e, (char *[]){ d->facts->name, NULL });
+        r = ctl_consumers_local(&e, &consumers);
+        if (r < 0)
+                return r;
+        ctl_print_consumers(consumer_set_find(&consumers, d->facts->name));
+        say_local_hazards(&e, &consumers, (char *[]){ d->facts->name, NULL });
         if (d->learned != LEARNED_NONE) {
                 char when[64] = "?";
                 time_t t = (time_t) (d->learned_since_usec / USEC_PER_SEC);
@@ -471,8 +465,8 @@ typedef struct DeviceView {
         char *stall_reason, *learned, *learned_reason;
         char *override_scope, *override_binding, *override_source, *stable_id;
         char **reasons;
-        char **mounts;                     /* one line each */
-        char **off_targets, **off_fstypes; /* the mounts running without stable writes */
+        char **mounts; /* one line each */
+        DeviceConsumers consumers;
         int flag, in_force, measured;
         uint64_t count, p99, max, wcount, since, diskseq;
 } DeviceView;
@@ -495,8 +489,7 @@ static void device_view_done(DeviceView *v) {
         free(v->stable_id);
         strv_free(v->reasons);
         strv_free(v->mounts);
-        strv_free(v->off_targets);
-        strv_free(v->off_fstypes);
+        device_consumers_done(&v->consumers);
 }
 
 static int read_mounts(sd_bus_message *m, DeviceView *v) {
@@ -509,9 +502,6 @@ static int read_mounts(sd_bus_message *m, DeviceView *v) {
                         break;
                 if (strv_extendf(&v->mounts, "%s (%s): effective %s%s%s", target, fstype, effective,
                                  pending ? ", pending: " : "; ", reason) < 0)
-                        return -ENOMEM;
-                if (streq(effective, "off") &&
-                    (strv_extend(&v->off_targets, target) < 0 || strv_extend(&v->off_fstypes, fstype) < 0))
                         return -ENOMEM;
         }
         return r < 0 ? r : sd_bus_message_exit_container(m);
@@ -578,6 +568,13 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                         r = sd_bus_message_enter_container(m, 'v', "a(sssbs)");
                         if (r >= 0)
                                 r = read_mounts(m, v);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                        known = true;
+                } else if (streq(prop, "Consumers") && streq(contents, "a(ssssbstbs)")) {
+                        r = sd_bus_message_enter_container(m, 'v', "a(ssssbstbs)");
+                        if (r >= 0)
+                                r = ctl_read_consumers(m, &v->consumers);
                         if (r >= 0)
                                 r = sd_bus_message_exit_container(m);
                         known = true;
@@ -675,17 +672,15 @@ int verb_explain(int argc, char **argv) {
         printf("  %-9s%s\n", "setting:", v.setting);
         print_override(v.override_scope, v.override_binding, v.override_source, v.diskseq);
         print_stable_id(v.stable_id);
-        bool protected = need_is_protected(need_from_string(v.need));
-        if (protected && !v.in_force && v.flag != ATTR_ABSENT)
-                say_hazard(v.name, v.need, v.reasons ? v.reasons[0] : NULL, NULL, NULL);
         explain_stalls(&v);
         bool first = true;
         STRV_FOREACH (l, v.mounts) {
                 printf("  %-9s%s\n", first ? "mounts:" : "", *l);
                 first = false;
         }
-        for (size_t i = 0; protected && v.off_targets && v.off_targets[i]; i++)
-                say_hazard(v.name, v.need, v.reasons ? v.reasons[0] : NULL, v.off_targets[i],
-                           v.off_fstypes[i]);
+        ctl_print_consumers(&v.consumers);
+        ctl_say_consumer_hazards(v.name, &v.consumers);
+        if (need_is_protected(need_from_string(v.need)) && !v.in_force && v.flag != ATTR_ABSENT)
+                say_flag_off(v.name, v.need, v.reasons ? v.reasons[0] : NULL);
         return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The Manager's methods that read the disks: ListDevices, ListFilesystems, ListOverrides,
+/* The Manager's methods that read the disks: ListDevices, ListFilesystems, ListConsumers, ListOverrides,
  * GetDevice, GetDeviceProperties, DumpJSON. */
 #include <systemd/sd-bus.h>
 
@@ -80,6 +80,40 @@ int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *err
                                           effective_origin_to_string((*t)->origin), (*t)->pending,
                                           bus_string(&strings, (*t)->reason));
         return reply_send_array(reply, &strings, r);
+}
+
+int append_consumer(sd_bus_message *reply, const Consumer *c) {
+        _cleanup_(bus_strings_done) BusStrings strings = {};
+        int r = sd_bus_message_append(reply, "ssssbstbs", consumer_kind_to_string(c->kind),
+                                      bus_string(&strings, c->name), bus_string(&strings, c->what),
+                                      captured_to_string(c->captured), c->in_force,
+                                      capture_origin_to_string(c->origin), c->since_usec, c->hazard,
+                                      bus_string(&strings, c->note));
+        return r < 0 ? r : strings.error;
+}
+
+int method_list_consumers(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusService *b = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sssssbstbs)");
+        for (size_t i = 0; r >= 0 && i < manager_n_devices(b->manager); i++) {
+                const DeviceConsumers *c = manager_device_consumers(b->manager, i);
+                for (size_t j = 0; r >= 0 && c && j < c->n; j++) {
+                        r = sd_bus_message_open_container(reply, 'r', "sssssbstbs");
+                        if (r >= 0)
+                                r = sd_bus_message_append(reply, "s",
+                                                          manager_device(b->manager, i)->facts->name);
+                        if (r >= 0)
+                                r = append_consumer(reply, &c->items[j]);
+                        if (r >= 0)
+                                r = sd_bus_message_close_container(reply);
+                }
+        }
+        return reply_send_array(reply, NULL, r);
 }
 
 int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -211,6 +245,7 @@ static void device_json(Manager *m, const EngineDevice *d, bool stalls_only, Jso
         manager_device_stalls_json(m, d, w);
         if (!stalls_only) {
                 mounts_json(m, d->facts->name, w);
+                consumers_json(manager_device_consumers(m, (size_t) (d - m->engine.devices)), w);
                 json_key(w, "unmounted");
                 json_array_begin(w);
                 remount_foreach_unmounted(m->remount, unmounted_json, &(UnmountedJson){ w, d->facts->name });

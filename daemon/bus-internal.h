@@ -106,6 +106,11 @@ int stall_figures_compute(Manager *m, const EngineDevice *d, StallFigures *ret);
 /* The method handlers of the Manager, as the vtable in bus.c names them. */
 int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *error);
+int method_list_consumers(sd_bus_message *m, void *userdata, sd_bus_error *error);
+
+/* Appends one consumer (consumers.h) as the members of a "(ssssbstbs)" struct: kind, name, type,
+ * captured, in force, origin, since (usec, 0 unknown), hazard, note; strings escaped. */
+int append_consumer(sd_bus_message *reply, const Consumer *c);
 int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_get_device(sd_bus_message *m, void *userdata, sd_bus_error *error);
 int method_get_device_properties(sd_bus_message *m, void *userdata, sd_bus_error *error);

@@ -117,6 +117,8 @@ const sd_bus_vtable manager_vtable[] = {
                                  method_list_devices, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListFilesystems", NULL, , "a(ssssssbs)", SD_BUS_PARAM(filesystems),
                                  method_list_filesystems, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListConsumers", NULL, , "a(sssssbstbs)", SD_BUS_PARAM(consumers),
+                                 method_list_consumers, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetDevice", "s", SD_BUS_PARAM(name), "o", SD_BUS_PARAM(path),
                                  method_get_device, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetDeviceProperties", "s", SD_BUS_PARAM(name), "oa{sv}",
@@ -319,6 +321,23 @@ static int property_get_mounts(sd_bus *bus, const char *path, const char *interf
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+static int property_get_consumers(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const EngineDevice *d = userdata;
+        Manager *m = device_service(bus)->manager;
+        const DeviceConsumers *c = manager_device_consumers(m, (size_t) (d - m->engine.devices));
+        int r = sd_bus_message_open_container(reply, 'a', "(ssssbstbs)");
+
+        for (size_t i = 0; r >= 0 && c && i < c->n; i++) {
+                r = sd_bus_message_open_container(reply, 'r', "ssssbstbs");
+                if (r >= 0)
+                        r = append_consumer(reply, &c->items[i]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 static int property_get_stall_reason(sd_bus *bus, const char *path, const char *interface,
                                      const char *property, sd_bus_message *reply, void *userdata,
                                      sd_bus_error *error) {
@@ -353,6 +372,7 @@ const sd_bus_vtable device_vtable[] = {
         DEVICE_PROPERTY("OverrideBinding", "s", override_binding),
         DEVICE_PROPERTY("OverrideSource", "s", override_source),
         DEVICE_PROPERTY("Mounts", "a(sssbs)", mounts),
+        DEVICE_PROPERTY("Consumers", "a(ssssbstbs)", consumers),
         DEVICE_PROPERTY("Pending", "b", pending),
         DEVICE_PROPERTY("Learned", "s", learned),
         DEVICE_PROPERTY("LearnedUSec", "t", learned_usec),

@@ -25,6 +25,9 @@ static int manager_write_metrics(Manager *m) {
                                            .desired = d->decision.desired,
                                            .need = d->class.need,
                                            .pending = manager_count_pending(m, d->facts->name),
+                                           .hazards = manager_device_consumers(m, i)
+                                                              ? manager_device_consumers(m, i)->hazards
+                                                              : 0,
                                            .learned = d->learned };
                 if (manager_device_stalls(m, d, &stats[i], NULL, NULL) >= 0)
                         devs[i].stalls = &stats[i];

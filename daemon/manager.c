@@ -12,6 +12,7 @@
 #include "manager-stalls.h"
 #include "manager.h"
 #include "message-id.h"
+#include "openers.h"
 #include "remount.h"
 #include "util.h"
 
@@ -19,6 +20,7 @@ static void snapshot_done(DeviceSnapshot *s) {
         free(s->name);
         free(s->last_error);
         free(s->need_problem);
+        strv_free(s->hazards);
 }
 
 /* The index of the first snapshot whose name is not below name (the array is sorted). */
@@ -189,6 +191,9 @@ static int manager_scan(Manager *m) {
         r = mount_tracker_refresh(m->mounts, e, NULL);
         if (r < 0)
                 log_error_errno(r, "Cannot read the mount table, keeping the last one: %m");
+        r = swap_tracker_refresh(m->swaps, e, m->mounts);
+        if (r < 0)
+                log_error_errno(r, "Cannot read /proc/swaps, keeping the last swap areas: %m");
         return 0;
 }
 
@@ -264,6 +269,10 @@ static char *device_signature(Manager *m, const EngineDevice *d) {
                         fprintf(s, "|%d:%s:%d:%d:%d:%s", t->id, t->target, t->read_only, t->effective,
                                 t->pending, t->reason ?: "");
         }
+        const DeviceConsumers *c = manager_device_consumers(m, (size_t) (d - m->engine.devices));
+        for (size_t i = 0; c && i < c->n; i++)
+                fprintf(s, "|%d:%s:%d:%d:%" PRIu64 ":%s", c->items[i].kind, c->items[i].name,
+                        c->items[i].captured, c->items[i].hazard, c->items[i].since_usec, c->items[i].note);
         if (fclose(s) != 0) {
                 free(buf);
                 return NULL;
@@ -304,6 +313,7 @@ void manager_dump_json(Manager *m, FILE *f, bool pretty) {
                 json_object_begin(&w);
                 engine_device_json_members(&m->engine, &m->engine.devices[i], &w);
                 manager_device_stalls_json(m, &m->engine.devices[i], &w);
+                consumers_json(manager_device_consumers(m, i), &w);
                 json_object_end(&w);
         }
         json_array_end(&w);
@@ -362,6 +372,119 @@ static void manager_notify_status(Manager *m, const char *extra) {
         m->status = TAKE_PTR(status);
 }
 
+const DeviceConsumers *manager_device_consumers(const Manager *m, size_t i) {
+        return i < m->n_consumers ? &m->consumers[i] : NULL;
+}
+
+static void manager_consumers_free(Manager *m) {
+        for (size_t i = 0; i < m->n_consumers; i++)
+                device_consumers_done(&m->consumers[i]);
+        m->consumers = mfree(m->consumers);
+        m->n_consumers = 0;
+}
+
+/* Works out what every consumer of every disk took (consumers.h), from the tracked mounts and
+ * swap areas. Returns 0 or -ENOMEM (then no disk has consumers). */
+static int manager_update_consumers(Manager *m) {
+        size_t n = manager_n_devices(m), nm = m->mounts->n, ns = m->swaps ? m->swaps->areas.n : 0, k = 0;
+        _cleanup_free_ ConsumerMount *mounts = calloc(nm + 1, sizeof(ConsumerMount));
+        _cleanup_free_ ConsumerSwap *swaps = calloc(ns + 1, sizeof(ConsumerSwap));
+        int r = 0;
+
+        manager_consumers_free(m);
+        if (!mounts || !swaps)
+                return -ENOMEM;
+        for (size_t i = 0; i < nm; i++) {
+                const TrackedMount *t = &m->mounts->mounts[i];
+                mounts[i] = (ConsumerMount){ .disk = t->disk,
+                                             .target = t->target,
+                                             .fstype = t->fstype,
+                                             .read_only = t->read_only,
+                                             .effective = t->effective,
+                                             .origin = t->origin,
+                                             .since_usec = t->since_usec,
+                                             .own_reason = t->own_reason };
+        }
+        for (size_t i = 0; i < ns; i++) {
+                const SwapArea *a = &m->swaps->areas.items[i];
+                if (a->disk)
+                        swaps[k++] = (ConsumerSwap){ .disk = a->disk,
+                                                     .path = a->path,
+                                                     .file = a->file,
+                                                     .captured = a->captured,
+                                                     .origin = a->origin,
+                                                     .since_usec = a->since_usec };
+        }
+        ConsumerInputs in = { .mounts = mounts, .n_mounts = nm, .swaps = swaps, .n_swaps = k };
+        m->consumers = calloc(n + 1, sizeof(DeviceConsumers));
+        if (!m->consumers)
+                return -ENOMEM;
+        m->n_consumers = n;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = consumers_of(&m->engine, manager_device(m, i), &in, &m->consumers[i]);
+        if (r < 0)
+                manager_consumers_free(m);
+        return r;
+}
+
+/* The processes with disk d (or a partition of it) open for writing, as far as the daemon may
+ * see them. NULL on -ENOMEM. */
+static char *manager_describe_openers(const EngineDevice *d) {
+        const DeviceFacts *f = d->facts;
+        _cleanup_free_ dev_t *devnums = calloc(f->n_partitions + 1, sizeof(dev_t));
+        _cleanup_(openers_done) Openers o = {};
+        int r;
+
+        if (!devnums)
+                return NULL;
+        devnums[0] = f->devnum;
+        for (size_t i = 0; i < f->n_partitions; i++)
+                devnums[i + 1] = f->partitions[i].devnum;
+        r = openers_scan(NULL, devnums, f->n_partitions + 1, &o);
+        if (r < 0)
+                return r == -ENOMEM ? NULL
+                                    : strdup_printf("cannot list the processes in /proc: %s", strerror(-r));
+        _cleanup_free_ char *seen = openers_describe(&o, f->name);
+        if (!seen || o.uninspectable == 0)
+                return TAKE_PTR(seen);
+        return strdup_printf("%s (the daemon lacks CAP_SYS_PTRACE, which its service's sandbox drops unless "
+                             "remount.conf adds it; \"stablepagesctl explain %s\" run as root lists them)",
+                             seen, f->name);
+}
+
+/* Logs, once each, the hazards of the consumers of disk i at error level (for the page cache
+ * with the processes that write through it), and remembers them in s. */
+static void manager_log_hazards(Manager *m, size_t i, DeviceSnapshot *s) {
+        const DeviceConsumers *c = manager_device_consumers(m, i);
+        _cleanup_strv_free_ char **now = NULL;
+
+        for (size_t j = 0; c && j < c->n; j++) {
+                const Consumer *x = &c->items[j];
+                if (!x->hazard)
+                        continue;
+                if (!strv_contains(s->hazards, x->note)) {
+                        const char *disk = manager_device(m, i)->facts->name;
+                        _cleanup_free_ char *who = x->kind == CONSUMER_PAGE_CACHE
+                                                           ? manager_describe_openers(manager_device(m, i))
+                                                           : NULL;
+                        log_struct(LOG_ERR,
+                                   x->kind == CONSUMER_PAGE_CACHE ? SP_MESSAGE_HAZARD_PAGE_CACHE
+                                   : x->kind == CONSUMER_SWAP     ? SP_MESSAGE_HAZARD_SWAP
+                                                                  : SP_MESSAGE_HAZARD,
+                                   x->kind == CONSUMER_FILESYSTEM ? LOG_FIELDS("STABLEPAGES_DEVICE", disk,
+                                                                               "STABLEPAGES_MOUNT", x->name)
+                                                                  : LOG_FIELDS("STABLEPAGES_DEVICE", disk),
+                                   "%s%s%s", x->note, who ? " Now: " : "", who ?: "");
+                }
+                if (strv_extend(&now, x->note) < 0) {
+                        log_oom();
+                        return;
+                }
+        }
+        strv_free(s->hazards);
+        s->hazards = TAKE_PTR(now);
+}
+
 /* Pending mounts, device events, status, devices.json: everything derived, in that order.
  * Device events only for the disks with only[i] when only is not NULL (the others did not
  * change). */
@@ -373,6 +496,9 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                 mount_tracker_update_pending(m->mounts, &m->engine);
                 if (m->remount)
                         remount_annotate(m->remount);
+                r = manager_update_consumers(m);
+                if (r < 0)
+                        log_error_errno(r, "Cannot work out what each consumer of the disks took: %m");
         }
 
         for (size_t i = 0; i < manager_n_devices(m); i++) {
@@ -403,6 +529,7 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                         log_warning("%s", d->need_problem);
                 free(s->need_problem);
                 s->need_problem = d->need_problem ? strdup(d->need_problem) : NULL;
+                manager_log_hazards(m, i, s);
         }
 
         /* Disks that are gone: forget them and what we recorded about them. */
@@ -563,6 +690,20 @@ static void on_mounts_changed(MountTracker *t, void *userdata) {
                 (void) manager_reconcile(m);
                 return;
         }
+        manager_publish(m);
+}
+
+static void on_swaps_changed(SwapTracker *t, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        if (!m->scanned) {
+                (void) manager_reconcile(m);
+                return;
+        }
+        r = swap_tracker_refresh(t, &m->engine, m->mounts);
+        if (r < 0)
+                log_error_errno(r, "Cannot read /proc/swaps, keeping the last swap areas: %m");
         manager_publish(m);
 }
 
@@ -933,6 +1074,9 @@ int manager_start(Manager *m) {
         r = mount_tracker_new(m->event, m->engine.runtime_dir, on_mounts_changed, m, &m->mounts);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow mount table changes: %m");
+        r = swap_tracker_new(m->event, m->engine.runtime_dir, on_swaps_changed, m, &m->swaps);
+        if (r < 0)
+                return log_error_errno(r, "Cannot follow swap areas: %m");
         r = remount_new(m, &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
@@ -982,6 +1126,8 @@ Manager *manager_free(Manager *m) {
         stall_probe_free(m->probe);
         manager_stalls_done(m);
         mount_tracker_free(m->mounts);
+        swap_tracker_free(m->swaps);
+        manager_consumers_free(m);
         udev_watch_free(m->udev);
         sd_event_unref(m->event);
         for (size_t i = 0; i < m->n_snapshots; i++)

@@ -14,10 +14,12 @@
 
 #include <systemd/sd-event.h>
 
+#include "consumers.h"
 #include "engine.h"
 #include "mounts.h"
 #include "stall-probe.h"
 #include "stalls-window.h"
+#include "swaps.h"
 #include "udev.h"
 
 /* How long uevents are collected before one rescan handles them all. */
@@ -64,6 +66,7 @@ typedef struct DeviceSnapshot {
         bool published;     /* its MANAGER_DEVICE_ADDED was emitted */
         char *last_error;   /* the last apply failure logged, to log each one once */
         char *need_problem; /* the last Need= problem logged, to log each one once */
+        char **hazards;     /* the consumers' hazards logged, to log each one once */
 } DeviceSnapshot;
 
 /* The stall figures of one disk (by devnum, as the probe keys them). */
@@ -83,6 +86,9 @@ struct Manager {
         sd_event *event;
         UdevWatch *udev;
         MountTracker *mounts;
+        SwapTracker *swaps;
+        DeviceConsumers *consumers; /* parallel to the engine's devices: what each consumer took */
+        size_t n_consumers;
         Remounter *remount; /* unmount + mount cycles; holds a disk's flag while one runs */
         sd_event_source *uevent_delay, *rescan;
         char **uevent_disks; /* disks with a "change" uevent since the delay was armed */
@@ -198,6 +204,10 @@ int manager_get_mounts(Manager *m, const char *disk, const TrackedMount ***ret);
 
 /* Number of pending mounts on disk, or on every disk when disk is NULL. */
 unsigned manager_count_pending(const Manager *m, const char *disk);
+
+/* The consumers of disk i (consumers.h: its page cache, filesystems, swap areas, the disks
+ * stacked on it), as of the last publish; NULL before the first. */
+const DeviceConsumers *manager_device_consumers(const Manager *m, size_t i);
 
 /* The stall probe's mode, and why: "unavailable" before the probe is started. */
 StallProbeMode manager_stall_mode(const Manager *m);

@@ -2,20 +2,16 @@
 #include <fcntl.h>
 #include <libmount/libmount.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
+#include "consumers-read.h"
 #include "log.h"
-#include "message-id.h"
 #include "mounts.h"
-#include "sysfs.h"
 #include "util.h"
 
 static const char *const REASON_NEXT_MOUNT = "takes effect at next mount";
 static const char *const REASON_IN_EFFECT = "in effect";
 static const char *const REASON_READ_ONLY = "read-only: nothing writes to it";
 static const char *const REASON_NO_DEVICE = "its device is gone";
-static const char *const REASON_NFS = "NFS keeps pages stable during writeback on every mount";
-static const char *const REASON_BTRFS = "btrfs keeps checksummed file data stable itself";
 
 #ifndef STATX_MNT_ID_UNIQUE
 #define STATX_MNT_ID_UNIQUE 0x4000U
@@ -194,36 +190,6 @@ static bool ids_contain(const int *ids, size_t n, int id) {
         return false;
 }
 
-/* Whether stable writes are in force on disk f right now: the flag is re-read, since the
- * engine's facts may be older than the mount. */
-static bool in_force_now(const Engine *e, const DeviceFacts *f) {
-        _cleanup_free_ char *attr = strdup_printf("block/%s/queue/stable_writes", f->name);
-        DeviceFacts now = *f;
-        long long v;
-
-        if (attr && sysfs_read_int(e->sysfs_root, attr, &v) >= 0 && (v == 0 || v == 1))
-                now.stable_writes = (int) v;
-        return stable_writes_in_force(&now, e->kernel);
-}
-
-/* The block device a mount was made from, by the superblock's device number (mountinfo's
- * MAJ:MIN). btrfs superblocks have anonymous device numbers: for btrfs only, the source, which
- * btrfs writes itself (its show_devname: the member device with the lowest id) and only root can
- * mount. Never the source text of anything else: a FUSE mount sets it to anything (any user:
- * fusermount -o fsname=/dev/sda1). 0 when there is none. */
-static dev_t mount_source_devnum(struct libmnt_fs *fs) {
-        const char *src = mnt_fs_get_srcpath(fs);
-        dev_t devnum = mnt_fs_get_devno(fs);
-        struct stat st;
-
-        if (major(devnum) != 0)
-                return devnum;
-        if (streq(mnt_fs_get_fstype(fs) ?: "", "btrfs") && src && src[0] == '/' && stat(src, &st) == 0 &&
-            S_ISBLK(st.st_mode))
-                return st.st_rdev;
-        return 0;
-}
-
 /* The kernel's unique id of the mount on target (6.8+), or 0. Only trusted when the path
  * leads to the mount with mountinfo id (not something mounted over it); the mount id is
  * compared rather than the device, which btrfs reports per subvolume. */
@@ -261,11 +227,7 @@ static int tracked_mount_from_fs(struct libmnt_fs *fs, dev_t source_devnum, cons
                 tracked_mount_done(m);
                 return -ENOMEM;
         }
-        if (streq(m->fstype, "btrfs")) {
-                const char *o = mnt_fs_get_fs_options(fs);
-                if (!optstr_has(o, "nodatasum") && !optstr_has(o, "nodatacow"))
-                        m->own_reason = REASON_BTRFS;
-        }
+        m->own_reason = filesystem_own_reason(m->fstype, mnt_fs_get_fs_options(fs));
         return 0;
 }
 
@@ -325,7 +287,7 @@ static int cmp_mount_id(const void *a, const void *b) {
  * that mount's state, while a superblock that went away takes nothing with it. */
 static int refresh_one(MountTracker *t, const Engine *e, struct libmnt_fs *fs, bool known_pass, Refresh *s) {
         bool nfs = fstype_is_nfs(mnt_fs_get_fstype(fs) ?: "");
-        dev_t src = nfs ? 0 : mount_source_devnum(fs), devnum = mnt_fs_get_devno(fs);
+        dev_t src = nfs ? 0 : mount_fs_source_devnum(fs), devnum = mnt_fs_get_devno(fs);
         int id = mnt_fs_get_id(fs), r;
         uint64_t unique_id = 0;
         const DeviceFacts *f = NULL;
@@ -370,14 +332,12 @@ static int refresh_one(MountTracker *t, const Engine *e, struct libmnt_fs *fs, b
                 old = find_mount(t->mounts, t->n, id, devnum, 0);
                 m->effective = true;
                 m->origin = EFFECTIVE_FILESYSTEM;
-                m->own_reason = REASON_NFS;
                 m->since_usec = old ? old->since_usec : s->now;
         } else if (old) {
                 /* Known: only the target and read-only state can have changed. */
                 m->effective = old->effective;
                 m->origin = old->origin;
                 m->since_usec = old->since_usec;
-                m->hazard_logged = old->hazard_logged;
         } else if (rec) {
                 m->effective = rec->effective;
                 m->origin = rec->origin;
@@ -389,7 +349,7 @@ static int refresh_one(MountTracker *t, const Engine *e, struct libmnt_fs *fs, b
                 m->origin = old->origin;
                 m->since_usec = old->since_usec;
         } else {
-                m->effective = in_force_now(e, f);
+                m->effective = disk_in_force_now(e, f);
                 m->origin = t->initialized ? EFFECTIVE_OBSERVED : EFFECTIVE_ASSUMED;
                 m->since_usec = s->now;
                 if (t->initialized)
@@ -460,7 +420,6 @@ void mount_tracker_update_pending(MountTracker *t, const Engine *e) {
         for (size_t i = 0; i < t->n; i++) {
                 TrackedMount *m = &t->mounts[i];
                 const EngineDevice *d = find_device(e, m->disk);
-                bool hazard = false;
 
                 m->pending = false;
                 if (m->origin == EFFECTIVE_FILESYSTEM)
@@ -482,17 +441,7 @@ void mount_tracker_update_pending(MountTracker *t, const Engine *e) {
                                 m->pending = true;
                                 m->reason = REASON_NEXT_MOUNT;
                         }
-                        hazard = !m->effective && !m->own_reason && need_is_protected(d->class.need);
-                        if (hazard && !m->hazard_logged)
-                                log_struct(LOG_ERR, SP_MESSAGE_HAZARD,
-                                           LOG_FIELDS("STABLEPAGES_DEVICE", m->disk, "STABLEPAGES_MOUNT",
-                                                      m->target),
-                                           "%s (%s on %s) runs without stable writes, but %s requires them "
-                                           "(%s): unmount and mount it again.",
-                                           m->target, m->fstype, m->disk, m->disk,
-                                           d->class.reasons ? d->class.reasons[0] : "need unknown");
                 }
-                m->hazard_logged = hazard;
         }
 }
 

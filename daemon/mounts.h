@@ -47,7 +47,6 @@ typedef struct TrackedMount {
         const char *own_reason; /* the filesystem's own behaviour (NFS, btrfs), or NULL */
         bool pending;           /* the policy wants another state than effective */
         const char *reason;     /* why it is pending, or why not */
-        bool hazard_logged;
 } TrackedMount;
 
 typedef struct MountTracker MountTracker;
@@ -93,8 +92,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(MountTracker *, mount_tracker_free);
  * unchanged). */
 int mount_tracker_refresh(MountTracker *t, const Engine *e, unsigned *ret_unresolved);
 
-/* Recomputes pending and reason of every mount from e's decisions, and logs at error level
- * (once) a filesystem that runs without stable writes on a device that requires them. */
+/* Recomputes pending and reason of every mount from e's decisions (a filesystem that runs
+ * without stable writes on a disk that needs them is a consumer's hazard, consumers.h). */
 void mount_tracker_update_pending(MountTracker *t, const Engine *e);
 
 /* Forgets the mount id on target: the caller unmounted it (the unmount + mount cycle), so

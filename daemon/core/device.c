@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 
 #include "device.h"
+#include "history.h"
 #include "loop-backing.h"
 #include "sysfs.h"
 #include "util.h"
@@ -607,6 +608,10 @@ int device_facts_read(const DeviceScanOptions *options, const char *name, Device
 }
 
 void device_facts_done(DeviceFacts *f) {
+        if (f->history) {
+                history_done(f->history);
+                free(f->history);
+        }
         free(f->name);
         free(f->driver);
         free(f->integrity_format);

@@ -56,6 +56,10 @@ typedef struct DeviceFacts {
         int moved_from;             /* the flag the history recorded last, when it reads otherwise
                                      * now (moved without the project); ATTR_ABSENT when not */
 
+        /* The disk's flag history (history.h), NULL when none: what each consumer took at its
+         * moment (consumers.h). */
+        struct FlagHistory *history;
+
         char *integrity_format; /* integrity/format ("none", "T10-DIF-TYPE1-CRC"…), NULL if absent */
         int write_generate;     /* integrity/write_generate */
         int read_verify;        /* integrity/read_verify */

@@ -5,6 +5,7 @@
 
 #include "config-build.h"
 #include "config-in-force.h"
+#include "consumers-read.h"
 #include "engine.h"
 #include "flag.h"
 #include "history.h"
@@ -33,6 +34,25 @@ static int read_boot_id(char **ret) {
         if (r == -ENOMEM)
                 return r;
         return strdup_or(ret, r < 0 ? NULL : strstrip(data), "");
+}
+
+/* The kernel's version with the patch level its release may hide: Debian names its 6.1.176 kernel
+ * "6.1.0-50-amd64" and says "Debian 6.1.176-1" in uname -v, Ubuntu says it in
+ * /proc/version_signature ("Ubuntu 6.5.0-14.14-generic 6.5.3"). A bound such as 6.1.72 (the page
+ * cache's capture, consumers.h) rests on it. */
+static unsigned kernel_version_refined(unsigned kernel, const char *version) {
+        _cleanup_free_ char *signature = NULL;
+        const char *p = version ? strstr(version, "Debian ") : NULL;
+        unsigned a, b, c;
+
+        if (p)
+                p += strlen("Debian ");
+        else if (read_full_file("/proc/version_signature", 256, &signature, NULL) >= 0 &&
+                 (p = strrchr(strstrip(signature), ' ')))
+                p++;
+        if (!p || sscanf(p, "%u.%u.%u", &a, &b, &c) != 3 || KERNEL_VERSION(a, b, 0) != (kernel & ~0xffU))
+                return kernel;
+        return KERNEL_VERSION(a, b, c);
 }
 
 int engine_init(Engine *e, const EngineOptions *o) {
@@ -64,6 +84,8 @@ int engine_init(Engine *e, const EngineOptions *o) {
                 log_error("Cannot parse kernel release \"%s\".", e->kernel_release);
                 goto fail;
         }
+        if (!o->kernel_release)
+                e->kernel = kernel_version_refined(e->kernel, u.version);
         r = config_init_defaults(&e->config);
         if (r < 0)
                 goto fail;
@@ -286,6 +308,20 @@ static int engine_decide(Engine *e, EngineDevice *d) {
         return policy_decide(&in, &d->decision);
 }
 
+/* Keeps the history h (taken over) in f, for what each consumer took at its moment
+ * (consumers.h). */
+static void engine_keep_history(DeviceFacts *f, FlagHistory *h) {
+        if (f->history) {
+                history_done(f->history);
+                free(f->history);
+        }
+        f->history = h->disk ? malloc(sizeof(FlagHistory)) : NULL;
+        if (f->history) {
+                *f->history = *h;
+                *h = (FlagHistory){};
+        }
+}
+
 /* Fills what f's history says (history.h): the flag the kernel declared and whether that was
  * seen at the disk's add, and whether the flag moved without the project since the last record.
  * With record, the disk's first sight and such a move are recorded. */
@@ -313,16 +349,20 @@ static void engine_read_history(const Engine *e, DeviceFacts *f, bool record) {
         }
         f->declared_stable_writes = h.first;
         f->declared_at_add = h.first_at_add;
-        if (history_last(&h) == f->stable_writes)
-                return;
-        f->moved_from = history_last(&h);
-        if (record) {
+        if (history_last(&h) != f->stable_writes)
+                f->moved_from = history_last(&h);
+        if (record && f->moved_from != ATTR_ABSENT) {
                 r = history_note_change(e->runtime_dir, f->name, f->diskseq, f->devnum, f->moved_from,
                                         f->stable_writes, HISTORY_WRITER_OTHER);
                 if (r < 0)
                         log_warning_errno(r, "%s: cannot record the flag's history in %s/history: %m",
                                           f->name, e->runtime_dir);
+                else {
+                        history_done(&h);
+                        (void) history_load(e->runtime_dir, f->name, f->diskseq, &h);
+                }
         }
+        engine_keep_history(f, &h);
 }
 
 static int facts_compare(const void *a, const void *b) {
@@ -821,12 +861,6 @@ static void json_attr_int(JsonWriter *w, const char *key, int v) {
                 json_int(w, v);
 }
 
-void engine_device_json(const Engine *e, const EngineDevice *d, JsonWriter *w) {
-        json_object_begin(w);
-        engine_device_json_members(e, d, w);
-        json_object_end(w);
-}
-
 void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w) {
         const DeviceFacts *f = d->facts;
         char buf[32];
@@ -962,13 +996,26 @@ const char *kernel_state_to_string(int flag, bool in_force) {
 }
 
 void engine_dump_json(const Engine *e, char *const *names, FILE *f, bool pretty) {
+        _cleanup_(local_consumers_done) LocalConsumers local = {};
         JsonWriter w;
 
+        /* What a consumer took, as far as this process finds them (consumers-read.h). */
+        if (local_consumers_read(e, &local) < 0)
+                log_oom();
+        ConsumerInputs in = local_consumers_inputs(&local);
         json_init(&w, f, pretty);
         json_array_begin(&w);
-        for (size_t i = 0; i < e->table.n; i++)
-                if (strv_length(names) == 0 || strv_contains(names, e->devices[i].facts->name))
-                        engine_device_json(e, &e->devices[i], &w);
+        for (size_t i = 0; i < e->table.n; i++) {
+                _cleanup_(device_consumers_done) DeviceConsumers c = {};
+                if (strv_length(names) > 0 && !strv_contains(names, e->devices[i].facts->name))
+                        continue;
+                if (consumers_of(e, &e->devices[i], &in, &c) < 0)
+                        log_oom();
+                json_object_begin(&w);
+                engine_device_json_members(e, &e->devices[i], &w);
+                consumers_json(&c, &w);
+                json_object_end(&w);
+        }
         json_array_end(&w);
         if (!pretty)
                 fputc('\n', f);

@@ -163,16 +163,14 @@ int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **re
 int engine_restore(Engine *e, EngineDevice *d, ApplyResult *ret);
 
 /* Prints the named disks (every disk when names is NULL or empty) as a JSON array of
- * objects to f. */
+ * objects to f, each with its consumers (consumers.h) as far as this process finds them
+ * (consumers-read.h). */
 void engine_dump_json(const Engine *e, char *const *names, FILE *f, bool pretty);
 
 /* Prints every disk as a text table to f. */
 void engine_dump_text(const Engine *e, FILE *f);
 
-/* Writes one device as a JSON object. */
-void engine_device_json(const Engine *e, const EngineDevice *d, JsonWriter *w);
-
-/* Writes the members of that object only, for callers that add their own. */
+/* Writes the members of one device's JSON object (callers add their own). */
 void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w);
 
 /* One override in force, or kept for a disk that is not there. */

@@ -63,6 +63,14 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
         for (size_t i = 0; i < n; i++)
                 fprintf(f, PREFIX "pending_mounts{device=\"%s\"} %u\n", devs[i].name, devs[i].pending);
 
+        family(f, "consumer_hazards", "gauge",
+               "Consumers of the disk (its page cache, filesystems, swap areas) that run without the stable "
+               "writes it needs (absent: none).");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].hazards > 0)
+                        fprintf(f, PREFIX "consumer_hazards{device=\"%s\"} %u\n", devs[i].name,
+                                devs[i].hazards);
+
         family(f, "learned", "gauge",
                "What Policy=balanced learned from stalls: 0 off, 1 on again, -1 nothing.");
         for (size_t i = 0; i < n; i++)

@@ -3,9 +3,9 @@
 
 /* MetricsFile=: the Prometheus text exposition format (version 0.0.4), for node_exporter's
  * textfile collector. The version (build_info). Per disk: the flag, whether stable writes are
- * in force, the desired state, the need, pending mounts, what was learned, the waits, the
- * stall histogram as a Prometheus histogram in seconds (only once the disk had a wait) and
- * whether the last window was over the budget; for the probe: its mode, the waits it lost, the
+ * in force, the desired state, the need, pending mounts, consumers at risk (only where any is), what was
+ * learned, the waits, the stall histogram as a Prometheus histogram in seconds (only once the disk had a
+ * wait) and whether the last window was over the budget; for the probe: its mode, the waits it lost, the
  * budget. Stall series are absent, not zero, for what the probe does not measure. Pure:
  * figures in, text out. conf/stablepages.rules.yml alerts on them. */
 
@@ -22,6 +22,7 @@ typedef struct MetricsDevice {
         int desired;   /* -1 left alone, 0, 1 */
         Need need;
         unsigned pending; /* mounts that did not capture the desired state yet */
+        unsigned hazards; /* consumers that run without stable writes the disk needs (consumers.h) */
         Learned learned;
         const StallStats *stalls; /* NULL when nothing measures */
         bool over_budget;         /* the last window's p99 exceeded the budget (with durations only) */

@@ -221,8 +221,7 @@ static const char *const effective_origin_table[_EFFECTIVE_ORIGIN_MAX] = {
 /* NULL-safe: a record without an origin field is invalid, not a crash. */
 DEFINE_STRING_TABLE_LOOKUP(effective_origin, EffectiveOrigin);
 
-/* Writes s with whitespace and backslashes as \ooo, as mountinfo does. */
-static void fputs_escaped(const char *s, FILE *f) {
+void fputs_escaped(const char *s, FILE *f) {
         for (const unsigned char *p = (const unsigned char *) s; *p; p++)
                 if (*p <= ' ' || *p == '\\' || *p == 0x7f)
                         fprintf(f, "\\%03o", *p);

@@ -11,9 +11,11 @@
  *   mounts            effective-state records of mounted filesystems, one per line:
  *                     "<mount id> <sb MAJ:MIN> <source MAJ:MIN> <0|1> <origin> <since usec>
  *                     <unique mount id> <mount ns inode> <fstype> <target>", fstype and
- *                     target escaped as in mountinfo (\040 for a space) */
+ *                     target escaped as in mountinfo (\040 for a space)
+ *   swaps             what the daemon saw of active swap areas, swap-areas.h's */
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -66,6 +68,10 @@ char *runtime_override_format(const RuntimeOverride *o, char buf[static 32]);
 int runtime_overrides_update(RuntimeOverrides *o, const DeviceTable *t, char ***ret_changes);
 
 void runtime_overrides_done(RuntimeOverrides *o);
+
+/* Writes s to f with blanks, control characters and backslashes as \ooo, as mountinfo and
+ * /proc/swaps do (the state files' fields are separated by blanks). */
+void fputs_escaped(const char *s, FILE *f);
 
 /* How the effective state of a mounted filesystem was learnt. */
 typedef enum EffectiveOrigin {

@@ -7,6 +7,10 @@
 
 /* A filesystem runs without stable writes on a disk that needs them. */
 #define SP_MESSAGE_HAZARD "d1b1059d923c4423a66e0efe27505e3e"
+/* Raw buffered writes to a disk that needs stable writes go through a page cache without them. */
+#define SP_MESSAGE_HAZARD_PAGE_CACHE "952f9616d36b45ad898281a916461e29"
+/* A swap area runs without stable writes on a disk that needs them. */
+#define SP_MESSAGE_HAZARD_SWAP "aeb464cc39d0407d8b9b1f6bcd13071f"
 /* Stable writes turned off, by force, on a disk that needs them. */
 #define SP_MESSAGE_FORCED "2189b6d57db342cabb836a21dc4a28be"
 /* An unmount + mount cycle applied the flag to a filesystem. */

@@ -53,8 +53,9 @@ grep -q "^MESSAGE=$loop: stable writes off -> on: .*|PRIORITY=6|.*|STABLEPAGES_D
         sp_fail "the change is not in the journal with its device field: $(cat "$SP_TMP/datagrams")"
 ! grep -q "MESSAGE_ID=" "$SP_TMP/datagrams" || sp_fail "a change that is not forced has a MESSAGE_ID: $(cat "$SP_TMP/datagrams")"
 
-# 2. Forced off on a disk that needs stable writes: the catalog's MESSAGE_ID.
-journal "[Device $loop]
+# 2. Forced off on a disk that needs stable writes: the catalog's MESSAGE_ID. Force= is bound to
+# the disk itself (a loop device is its backing file), never to its kernel name.
+journal "[Device LOOP_BACKING_FILE=$SP_TMP/loop$n.img]
 Need=required
 StableWrites=off
 Force=yes"

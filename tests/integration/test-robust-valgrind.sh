@@ -46,9 +46,10 @@ ctl status || sp_fail "status failed"
 ctl --json=pretty status || sp_fail "status --json failed"
 ctl explain "$loop" || sp_fail "explain failed"
 robust_call ListFilesystems >/dev/null || sp_fail "ListFilesystems failed"
+robust_call ListConsumers >/dev/null || sp_fail "ListConsumers failed"
 busctl --system get-property org.stablepages1 "/org/stablepages1/device/$loop" org.stablepages1.Device \
         Name DevNum Kind Need Reasons KernelFlag InForce Desired DesiredSource DecisionReason Setting Managed \
-        Mounts Pending >/dev/null || sp_fail "device properties failed"
+        Mounts Consumers Pending >/dev/null || sp_fail "device properties failed"
 busctl --system get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager \
         Version Policy ApplyMounted StallBudgetUSec ConfigProblems NDevices >/dev/null || sp_fail "manager properties failed"
 busctl --system introspect org.stablepages1 "/org/stablepages1/device/$loop" >/dev/null || sp_fail "introspect failed"

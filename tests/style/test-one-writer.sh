@@ -15,7 +15,7 @@ set -u
 src=${1:?usage: test-one-writer.sh SRCDIR}
 
 # The files that may spell the path, and why.
-readers="daemon/core/device.c daemon/mounts.c" # read the flag (facts; a mount's state at mount)
+readers="daemon/core/device.c daemon/core/consumers.c" # read the flag (facts; what a consumer starting now takes)
 writer=daemon/core/flag.c
 
 check() {

@@ -103,9 +103,30 @@ static void test_build_info(void) {
         CHECK_CONTAINS(text, "stablepages_build_info{version=\"" PACKAGE_VERSION "\"} 1\n");
 }
 
+/* A disk with consumers that run without the stable writes it needs has the count; the others
+ * have no such series. */
+static void test_consumer_hazards(void) {
+        MetricsProbe probe = { .mode = "bpf", .budget_usec = 100000 };
+        MetricsDevice devs[] = { { .name = "dm-3", .flag = 1, .need = NEED_REQUIRED, .hazards = 2 },
+                                 { .name = "loop0", .flag = 0, .need = NEED_NONE } };
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                abort();
+        metrics_write(f, &probe, devs, 2);
+        if (fclose(f) != 0)
+                abort();
+        CHECK_CONTAINS(text, "# TYPE stablepages_consumer_hazards gauge\n");
+        CHECK_CONTAINS(text, "stablepages_consumer_hazards{device=\"dm-3\"} 2\n");
+        CHECK(!strstr(text, "stablepages_consumer_hazards{device=\"loop0\"}"));
+}
+
 int main(void) {
         test_no_waits();
         test_one_disk_waited();
         test_build_info();
+        test_consumer_hazards();
         return tests_finish();
 }

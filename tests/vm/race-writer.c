@@ -2,6 +2,7 @@
 /* The stable-pages hazard as a workload: pages modified while they are under writeback.
  *
  *   race-writer [--pages N] [--seconds S] [--read-device DEV] FILE
+ *   race-writer --raw [--pages N] [--seconds S] DEV
  *     Creates FILE with N pages (default 256), writes it back once, maps it shared and, for S
  *     seconds (default 5), lets one thread store into every page without pause while the main
  *     thread writes the file back again and again (sync_file_range WAIT_BEFORE|WRITE|WAIT_AFTER,
@@ -11,6 +12,9 @@
  *     device the filesystem is on; where they are comes from FIEMAP) with O_DIRECT, 64 KiB at a
  *     time, round after round, so that data stored with a tag that does not match it (e.g.
  *     dm-integrity) fails to read before a later write-back repairs it.
+ *     With --raw, the same on the block device DEV itself, through its own page cache (what a
+ *     VM image or a database on the raw device does): its first N pages are mapped, stored
+ *     into and written back, and read back from DEV with O_DIRECT.
  *     Prints one line
  *       syncs=N errors=K first_error=STRING stores=M [reads=R read_errors=E first_read_error=S]
  *     where errors counts write-backs that failed (EIO from the kernel: the device rejected
@@ -114,6 +118,7 @@ int main(int argc, char *argv[]) {
                 { "pages", required_argument, NULL, 'p' },
                 { "seconds", required_argument, NULL, 's' },
                 { "read-device", required_argument, NULL, 'r' },
+                { "raw", no_argument, NULL, 'R' },
                 {},
         };
         long pages = 256;
@@ -121,6 +126,7 @@ int main(int argc, char *argv[]) {
         unsigned long syncs = 0, errors = 0;
         char first_error[64] = "none";
         const char *device = NULL;
+        bool raw = false;
         Reader rd = { .fd = -1 };
         pthread_t t, tr;
         int c, fd;
@@ -136,17 +142,26 @@ int main(int argc, char *argv[]) {
                 case 'r':
                         device = optarg;
                         break;
+                case 'R':
+                        raw = true;
+                        break;
                 default:
                         return 2;
                 }
         if (optind != argc - 1 || pages <= 0 || seconds <= 0) {
-                fprintf(stderr, "usage: %s [--pages N] [--seconds S] FILE\n", argv[0]);
+                fprintf(stderr,
+                        "usage: %s [--pages N] [--seconds S] [--read-device DEV] FILE\n"
+                        "       %s --raw [--pages N] [--seconds S] DEV\n",
+                        argv[0], argv[0]);
                 return 2;
         }
 
         Region r = { .size = (size_t) pages * PAGE };
-        fd = open(argv[optind], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || posix_fallocate(fd, 0, (off_t) r.size) != 0) {
+        if (raw)
+                device = argv[optind];
+        fd = raw ? open(argv[optind], O_RDWR | O_CLOEXEC)
+                 : open(argv[optind], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || (!raw && posix_fallocate(fd, 0, (off_t) r.size) != 0)) {
                 perror(argv[optind]);
                 return 1;
         }
@@ -169,7 +184,7 @@ int main(int argc, char *argv[]) {
                         perror(device);
                         return 1;
                 }
-                e = file_extent(fd, r.size, &rd.start);
+                e = raw ? 0 : file_extent(fd, r.size, &rd.start);
                 if (e < 0) {
                         fprintf(stderr, "FIEMAP of %s: %s\n", argv[optind], strerror(-e));
                         return 1;

@@ -201,12 +201,13 @@ udevd_start() {
         /lib/systemd/systemd-udevd --daemon --debug > /run/sp/udevd.log 2>&1 || die "systemd-udevd did not start"
         udevadm control --ping || die "systemd-udevd does not answer"
 }
-# udev_ran DISK: the applier lines udevd logged for DISK (since udev_mark, if called)
+# udev_ran DISK: the applier lines udevd logged for DISK (since udev_mark, if called); the rule
+# runs "stablepagesd apply --action=ACTION DISK"
 UDEV_MARK=0
 udev_mark() { UDEV_MARK=$(wc -l < /run/sp/udevd.log); }
 udev_ran() {
         tail -n +"$((UDEV_MARK + 1))" /run/sp/udevd.log |
-                grep -aE "^$1: .*stablepagesd.*apply $1'?\(err\)|^$1: Process '.*stablepagesd.* apply $1'"
+                grep -aE "^$1: .*stablepagesd.*apply (--action=[a-z]* )?$1'?\(err\)|^$1: Process '.*stablepagesd.* apply (--action=[a-z]* )?$1'"
 }
 
 # bus_start: a private system bus (dbus-daemon) with the project's bus policy, as in
