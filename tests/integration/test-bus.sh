@@ -90,7 +90,8 @@ start_daemon
 out=$("$CTL" explain "$loop" 2>&1)
 grep -q "desired: off (config)" <<<"$out" || fail "explain after restart: $out"
 
-# 2. Unprivileged: reads work, writes are refused by polkit, the flag is unchanged.
+# 2. Unprivileged: reads work (GetManagedObjects too), writes are refused by polkit, the flag
+# is unchanged.
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 out=$(nobody "$CTL" --no-pager status 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "^$loop " <<<"$out" || fail "unprivileged status: rc=$rc: $out"
@@ -102,6 +103,20 @@ grep -qi "access denied\|not authorized" <<<"$out" || fail "unprivileged set: no
 [ "$(flag)" = 0 ] || fail "unprivileged set changed the flag"
 out=$(nobody busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager Reload 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -q "AccessDenied\|not authorized" <<<"$out" || fail "unprivileged Reload: rc=$rc: $out"
+# The ObjectManager is exported, and open to everyone like every read: every disk's object,
+# with the Device interface and its properties, in one call.
+out=$(nobody busctl --system --json=short call org.stablepages1 /org/stablepages1 \
+        org.freedesktop.DBus.ObjectManager GetManagedObjects 2>&1); rc=$?
+if [ $rc -ne 0 ]; then
+        fail "unprivileged GetManagedObjects: rc=$rc: $out"
+else
+        jq -e --arg p "/org/stablepages1/device/$loop" --arg n "$loop" \
+                '.data[0][$p]["org.stablepages1.Device"].Name.data == $n' <<<"$out" >/dev/null ||
+                fail "unprivileged GetManagedObjects has no object of $loop with its Name: $(head -c 300 <<<"$out")"
+        jq -e '.data[0] | length > 0 and all(to_entries[]; (.key | startswith("/org/stablepages1/device/"))
+                and .value["org.stablepages1.Device"].Need.data != null)' <<<"$out" >/dev/null ||
+                fail "unprivileged GetManagedObjects: an object that is not a disk's Device: $(head -c 300 <<<"$out")"
+fi
 
 # 3. busctl sees the documented members and reads a device's Need.
 intro=$(busctl --system introspect org.stablepages1 /org/stablepages1 2>&1)
