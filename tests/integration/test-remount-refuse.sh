@@ -140,7 +140,7 @@ fd = os.open(sys.argv[1], os.O_RDONLY)
 assert libc.mmap(None, 4096, 1, 1, fd, 0) not in (None, ctypes.c_void_p(-1).value)  # PROT_READ, MAP_SHARED
 os.close(fd); time.sleep(600)' "$SP_TMP/mnt-open/data/big"
 MAP_PID=$USER_PID
-sp_wait_for 3000 "the mapping" grep -q "mnt-open/data/big" "/proc/$MAP_PID/maps" >/dev/null
+sp_wait_for 10000 "the mapping" grep -q "mnt-open/data/big" "/proc/$MAP_PID/maps" >/dev/null
 apply_expect "${LOOP[open]}" "not cycled: busy: PID $MAP_PID \\(python3\\) has a file mapped from it: $SP_TMP/mnt-open/data/big"
 # The signals of these requests (every user receives them) said "busy" only.
 grep -F "mnt-open on ${LOOP[open]}: FAILED" "$SP_TMP/monitor.log" | grep -E "PID|sleep|python3|mnt-open/data" &&
