@@ -46,7 +46,7 @@ static int pending_apply_reply(PendingApply *p) {
 }
 
 /* One disk's cycles are over: each filesystem's sentence goes on a line of its own. */
-static void on_remount_done(Manager *m, const RemountResult *results, size_t n, void *userdata) {
+static void on_remount_done(const RemountResult *results, size_t n, void *userdata) {
         PendingApply *p = userdata;
 
         for (size_t i = 0; i < n; i++)
@@ -55,7 +55,10 @@ static void on_remount_done(Manager *m, const RemountResult *results, size_t n, 
                         char *s;
                         if (!streq(e->disk, results[i].disk))
                                 continue;
-                        s = strdup_printf("%s\n%s", e->message ?: "", results[i].message);
+                        /* The requester was authorized to cycle it: the sentence names who keeps
+                         * it busy (the published one does not). */
+                        s = strdup_printf("%s\n%s", e->message ?: "",
+                                          results[i].detail ?: results[i].message);
                         if (s) {
                                 free(e->message);
                                 e->message = s;
@@ -119,7 +122,7 @@ static int apply_remount(BusService *b, sd_bus_message *m, char **disks, sd_bus_
                         p->outstanding--;
                 }
         }
-        on_remount_done(b->manager, NULL, 0, p); /* drops the extra count; replies if all are done */
+        on_remount_done(NULL, 0, p); /* drops the extra count; replies if all are done */
         return 1;
 }
 

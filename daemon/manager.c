@@ -495,7 +495,7 @@ static void manager_publish_devices(Manager *m, const bool *only) {
         if (m->scanned) {
                 mount_tracker_update_pending(m->mounts, &m->engine);
                 if (m->remount)
-                        remount_annotate(m->remount);
+                        remount_annotate(m->remount, m->mounts);
                 r = manager_update_consumers(m);
                 if (r < 0)
                         log_error_errno(r, "Cannot work out what each consumer of the disks took: %m");
@@ -930,8 +930,86 @@ int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
         return r == -ENOMEM ? r : q < 0 ? q : r;
 }
 
-int manager_remount_device(Manager *m, const char *name, manager_remount_done_t done, void *userdata) {
-        return m->remount ? remount_request(m->remount, name, done, userdata) : -ENODEV;
+/* The Remounter's host (RemountHost): the Manager's side of the unmount + mount cycle. */
+
+static void remount_disk_of(const EngineDevice *d, RemountDisk *ret) {
+        *ret = (RemountDisk){
+                .name = d->facts->name,
+                .diskseq = d->facts->diskseq,
+                .need = d->class.need,
+                .forced = d->decision.forced,
+                .managed = d->managed && d->decision.desired >= 0,
+                .flag = d->facts->stable_writes,
+                .reason = d->decision.reason,
+        };
+}
+
+static int remount_host_find_disk(void *userdata, const char *name, RemountDisk *ret) {
+        const EngineDevice *d = manager_find_device(userdata, name);
+
+        if (!d)
+                return -ENODEV;
+        remount_disk_of(d, ret);
+        return 0;
+}
+
+static int remount_host_apply(void *userdata, const char *disk, char **ret_message) {
+        _cleanup_(apply_result_done) ApplyResult res = {};
+        int r = manager_apply_device(userdata, disk, &res);
+
+        *ret_message = TAKE_PTR(res.message);
+        return r;
+}
+
+static void remount_host_mounted(void *userdata, int old_id, int new_id, const char *target, int effective) {
+        Manager *m = userdata;
+        int r;
+
+        /* The tracker must observe the new mount anew, even when the kernel gave it the same id. */
+        mount_tracker_forget(m->mounts, old_id, target);
+        r = mount_tracker_refresh(m->mounts, &m->engine, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the mount table: %m");
+        if (effective >= 0)
+                (void) mount_tracker_set_effective(m->mounts, new_id, target, effective);
+        mount_tracker_update_pending(m->mounts, &m->engine);
+}
+
+static void remount_host_flag_written(void *userdata, const char *disk, int flag) {
+        Manager *m = userdata;
+
+        /* The cycle's process wrote it: the next scan must not take it for somebody else's. */
+        for (size_t i = 0; i < m->n_snapshots; i++)
+                if (streq(m->snapshots[i].name, disk))
+                        m->snapshots[i].flag = flag;
+}
+
+static void remount_host_finished(void *userdata, const RemountResult *result) {
+        Manager *m = userdata;
+
+        if (m->handler)
+                m->handler(m,
+                           &(ManagerEvent){ .type = MANAGER_REMOUNT_FINISHED,
+                                            .device = result->disk,
+                                            .remount = result },
+                           m->handler_userdata);
+}
+
+static void remount_host_reconcile(void *userdata) {
+        (void) manager_reconcile(userdata);
+}
+
+int manager_remount_device(Manager *m, const char *name, remount_done_t done, void *userdata) {
+        const EngineDevice *d;
+        RemountDisk disk;
+
+        if (!device_name_is_valid(name))
+                return -EINVAL;
+        d = manager_find_device(m, name);
+        if (!d || !m->remount)
+                return -ENODEV;
+        remount_disk_of(d, &disk);
+        return remount_request(m->remount, &disk, done, userdata);
 }
 
 void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata) {
@@ -1077,7 +1155,17 @@ int manager_start(Manager *m) {
         r = swap_tracker_new(m->event, m->engine.runtime_dir, on_swaps_changed, m, &m->swaps);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow swap areas: %m");
-        r = remount_new(m, &m->remount);
+        r = remount_new(&(RemountHost){ .event = m->event,
+                                        .engine = &m->engine,
+                                        .mounts = m->mounts,
+                                        .userdata = m,
+                                        .find_disk = remount_host_find_disk,
+                                        .apply = remount_host_apply,
+                                        .mounted = remount_host_mounted,
+                                        .flag_written = remount_host_flag_written,
+                                        .finished = remount_host_finished,
+                                        .reconcile = remount_host_reconcile },
+                        &m->remount);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
         /* The probe loads BPF programs (5-15 ms of CPU, far more under valgrind): after READY=1

@@ -17,6 +17,7 @@
 #include "consumers.h"
 #include "engine.h"
 #include "mounts.h"
+#include "remount.h"
 #include "stall-probe.h"
 #include "stalls-window.h"
 #include "swaps.h"
@@ -26,8 +27,6 @@
 #define MANAGER_UEVENT_DELAY_USEC (50 * USEC_PER_MSEC)
 
 typedef struct Manager Manager;
-typedef struct Remounter Remounter;         /* remount.h */
-typedef struct RemountResult RemountResult; /* remount.h */
 
 typedef enum ManagerEventType {
         MANAGER_DEVICE_ADDED,     /* a disk appeared (device) */
@@ -175,13 +174,10 @@ int manager_reset_override(Manager *m, const char *name, char **ret_removed);
  * message) while an unmount + mount cycle holds the disk. */
 int manager_apply_device(Manager *m, const char *name, ApplyResult *ret);
 
-/* Called once, from the event loop, with the results of a manager_remount_device() request. */
-typedef void (*manager_remount_done_t)(Manager *m, const RemountResult *results, size_t n, void *userdata);
-
 /* Queues an unmount + mount cycle for each filesystem on one disk (or partition: its disk),
  * whatever ApplyMounted= says; see remount.h for the checks. done gets one result per
  * filesystem. Returns 0, -EINVAL/-ENODEV for a bad or unknown name, or -ENOMEM. */
-int manager_remount_device(Manager *m, const char *name, manager_remount_done_t done, void *userdata);
+int manager_remount_device(Manager *m, const char *name, remount_done_t done, void *userdata);
 
 /* Sets the function told about device and apply events (NULL to stop). */
 void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata);

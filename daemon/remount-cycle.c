@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libmount/libmount.h>
 #include <poll.h>
 #include <sched.h>
@@ -13,13 +14,14 @@
 #include "remount-cycle.h"
 #include "remount-pin.h"
 #include "remount-systemd.h"
+#include "sysfs.h"
 #include "util.h"
 
 #ifndef STATX_MNT_ID
 #define STATX_MNT_ID 0x1000U
 #endif
 
-/* How long systemd may take for a stop or start job of a mount unit. */
+/* How long systemd may take for a stop or start job of a mount unit (unless a test says). */
 #define SYSTEMD_JOB_TIMEOUT_USEC (5 * 60 * USEC_PER_SEC)
 
 /* The test hook's option: no filesystem knows it, so mount(2) fails with EINVAL. */
@@ -55,6 +57,10 @@ typedef struct Cycle {
 
 static void tablep(struct libmnt_table **t) {
         mnt_unref_table(*t);
+}
+
+static uint64_t job_timeout(const Cycle *c) {
+        return c->job->job_timeout_usec ?: SYSTEMD_JOB_TIMEOUT_USEC;
 }
 
 /* Sets the outcome, the errno and the message of the report. */
@@ -225,7 +231,8 @@ typedef struct Users {
         ino_t *seen_ns;
         size_t n_seen;
         unsigned uninspectable;
-        char *reason;
+        char *reason; /* names the process, or the other namespace's mount: for root */
+        char *busy;   /* the same without names: for everyone */
 } Users;
 
 static bool users_has_id(const Users *u, int id) {
@@ -298,18 +305,23 @@ static int scan_namespace(pid_t pid, void *userdata) {
                         strdup_printf("it is also mounted on %s in another mount namespace (that of PID %d "
                                       "(%s)), which an unmount here does not reach",
                                       mnt_fs_get_target(fs) ?: "?", (int) pid, comm);
-                r = u->reason ? 1 : -ENOMEM;
+                u->busy = strdup("busy: it is also mounted in another mount namespace, which an unmount "
+                                 "here does not reach (the daemon's log says where)");
+                r = u->reason && u->busy ? 1 : -ENOMEM;
         }
         mnt_free_iter(iter);
         return r;
 }
 
+/* A process uses the filesystem: what and path (may be NULL) say how. Which process and which
+ * file are another user's business: named only in u->reason. */
 static int note_user(Users *u, pid_t pid, const char *what, const char *path) {
         char comm[64];
 
         read_comm(pid, comm, sizeof comm);
-        u->reason = strdup_printf("PID %d (%s) %s%s%s", (int) pid, comm, what, path ? " " : "", path ?: "");
-        return u->reason ? 1 : -ENOMEM;
+        u->reason = strdup_printf("PID %d (%s) %s%s%s", (int) pid, comm, what, path ? ": " : "", path ?: "");
+        u->busy = strdup_printf("busy: a process %s (the daemon's log names it)", what);
+        return u->reason && u->busy ? 1 : -ENOMEM;
 }
 
 /* Whether path (a /proc magic link) leads to one of the mounts. -errno when it cannot be
@@ -360,7 +372,7 @@ static int scan_process(pid_t pid, void *userdata) {
                         snprintf(path, sizeof path, "/proc/%d/fd/%s", (int) pid, de->d_name);
                         n = readlink(path, target, sizeof target - 1);
                         target[n < 0 ? 0 : n] = '\0';
-                        return note_user(u, pid, "has a file open on it:", target);
+                        return note_user(u, pid, "has a file open on it", target);
                 }
         }
 
@@ -376,7 +388,7 @@ static int scan_process(pid_t pid, void *userdata) {
                         continue;
                 if (makedev(maj, min) == u->plan->devnum && (maj != 0 || min != 0)) {
                         strstrip_trailing(line);
-                        r = note_user(u, pid, "has a file mapped from it:", off > 0 ? line + off : "?");
+                        r = note_user(u, pid, "has a file mapped from it", off > 0 ? line + off : "?");
                         free(line);
                         return r;
                 }
@@ -578,7 +590,7 @@ static int write_flag(Cycle *c, int value, char **ret_why) {
         const RemountJob *j = c->job;
         FlagWrite w = {
                 .disk = c->journal->disk,
-                .diskseq = j->diskseq,
+                .diskseq = c->journal->diskseq, /* the journal's disk, never another of the name */
                 .need = j->need,
                 .force = j->force,
                 .value = value,
@@ -609,18 +621,22 @@ static void sync_target(Cycle *c) {
         close(fd); /* an open file would keep it busy */
 }
 
-/* Step 5: systemd stops the unit, or umount2(2) of the pinned mount point's name. Returns 0
- * or -errno with what failed in *ret_why. */
+/* Step 5: systemd stops the unit, or umount2(2) of the pinned mount point's name. Returns 0,
+ * -EINPROGRESS when systemd's unmount is still at work (its job did not end in time and was
+ * cancelled, its umount did not end either: whether it unmounts is not known yet), or -errno,
+ * with what failed in *ret_why. */
 static int do_unmount(Cycle *c, char **ret_why) {
         int r;
 
         *ret_why = NULL;
         if (c->bus) {
-                r = remount_systemd_run_job(c->bus, c->journal->unit, "StopUnit", "fail",
-                                            SYSTEMD_JOB_TIMEOUT_USEC, ret_why);
-                /* A failed stop may leave a control process (umount) at work: let it end. */
-                if (r < 0)
-                        (void) remount_systemd_wait_idle(c->bus, c->journal->unit, SYSTEMD_JOB_TIMEOUT_USEC);
+                r = remount_systemd_run_job(c->bus, c->journal->unit, "StopUnit", "fail", job_timeout(c),
+                                            ret_why);
+                /* A failed or cancelled stop may leave a control process (umount) at work: let it
+                 * end, else the journal must stay for whatever it does. */
+                if (r < 0 &&
+                    remount_systemd_wait_idle(c->bus, c->journal->unit, job_timeout(c)) == -ETIMEDOUT)
+                        return -EINPROGRESS;
                 return r;
         }
         /* Relative to the pinned parent; no MNT_FORCE, no MNT_DETACH. */
@@ -654,9 +670,9 @@ static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
         if (c->bus) {
                 if (c->journal->unit_file)
                         return remount_systemd_run_job(c->bus, c->journal->unit, "StartUnit", "replace",
-                                                       SYSTEMD_JOB_TIMEOUT_USEC, ret_why);
+                                                       job_timeout(c), ret_why);
                 r = remount_systemd_start_transient(c->bus, c->journal->unit, source, p->fstype, options,
-                                                    SYSTEMD_JOB_TIMEOUT_USEC, ret_why);
+                                                    job_timeout(c), ret_why);
                 if (r < 0) /* a failed transient unit stays loaded and would refuse the next one */
                         (void) remount_systemd_reset_failed(c->bus, c->journal->unit);
                 return r;
@@ -777,27 +793,143 @@ static bool mounted_again(Cycle *c) {
         return true;
 }
 
-/* "a; b" of the parts that are not NULL. */
-static char *join(const char *a, const char *b) {
-        return strdup_printf("%s%s%s", a ?: "", a && b ? "; " : "", b ?: "");
+/* "a; b; c" of the parts that are not NULL or empty. */
+static char *join3(const char *a, const char *b, const char *c) {
+        const char *parts[] = { a, b, c };
+        char *buf = NULL;
+        size_t size = 0;
+        bool first = true;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+                if (!isempty(parts[i])) {
+                        fprintf(f, "%s%s", first ? "" : "; ", parts[i]);
+                        first = false;
+                }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+/* The disk or the filesystem is not the journal's (or cannot be told): nothing is mounted. */
+static int report_stale(RemountReport *rep, const char *format, ...) _printf_(2, 3);
+static int report_stale(RemountReport *rep, const char *format, ...) {
+        _cleanup_free_ char *what = NULL;
+        va_list ap;
+
+        va_start(ap, format);
+        if (vasprintf(&what, format, ap) < 0)
+                what = NULL;
+        va_end(ap);
+        rep->stale = rep->give_up = true;
+        report(rep, REMOUNT_UNMOUNTED, ESTALE, "not mounting it back: %s", what ?: "out of memory");
+        return 1;
+}
+
+/* Step 6's identity: the disk that has the journal's name now must be the journal's (its
+ * diskseq, read through the sysfs directory the daemon pinned for this process), and so must
+ * the filesystem on the device it mounted (its UUID in the udev database). Returns 0, or 1 with
+ * the report filled: stale when either is another one, or when the journal does not say (an
+ * earlier version's); else retried (the UUID cannot be read yet: udev has not seen the device). */
+static int check_identity(Cycle *c) {
+        const RemountJournal *j = c->journal;
+        const RemountPlan *p = c->plan;
+        _cleanup_free_ char *seq = NULL, *uuid = NULL;
+        long long now;
+        int r;
+
+        if (!j->identified)
+                return report_stale(
+                        c->rep,
+                        "its journal was written by an earlier version of stablepages, which did "
+                        "not record which disk and filesystem it was (no diskseq, no filesystem "
+                        "UUID), and %s may be another disk now",
+                        j->disk);
+        if (c->job->disk_fd < 0)
+                return report_stale(c->rep, "the disk %s is not there any more", j->disk);
+        if (j->diskseq != 0) {
+                r = sysfs_read_string_at(c->job->disk_fd, "diskseq", &seq);
+                if (r == -ENOMEM)
+                        return report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1;
+                if (r < 0)
+                        return report_stale(c->rep, "the disk %s (diskseq %" PRIu64 ") was removed", j->disk,
+                                            j->diskseq);
+                if (parse_int_range(seq, 0, INT64_MAX, &now) < 0 || (uint64_t) now != j->diskseq)
+                        return report_stale(
+                                c->rep,
+                                "%s is another disk now (diskseq %s; the journal's was diskseq %" PRIu64 ")",
+                                j->disk, seq, j->diskseq);
+        }
+        if (j->fs_uuid) {
+                r = remount_fs_uuid(c->job->udev_data_dir, p->source_devnum, &uuid);
+                if (r < 0)
+                        return report(c->rep, REMOUNT_UNMOUNTED, -r, "%s", strerror(-r)), 1;
+                if (r == 0)
+                        return report(c->rep, REMOUNT_UNMOUNTED, ENODATA,
+                                      "the udev database has no filesystem UUID for %s now: not mounting it "
+                                      "before it can be told from another filesystem",
+                                      p->source),
+                               1;
+                if (!streq(uuid, j->fs_uuid))
+                        return report_stale(
+                                c->rep,
+                                "the filesystem on %s is another one now (UUID %s; the journal's was "
+                                "UUID %s)",
+                                p->source, uuid, j->fs_uuid);
+        }
+        return 0;
+}
+
+/* Writes want (the flag of the state to mount with) through flag.h. Returns the flag the disk
+ * has now in *ret_flag: want, or the flag as it stays when the write was refused (the
+ * interlock, or the test hook: the sentence in *ret_kept). Returns 0, or 1 with the report
+ * filled (the disk is another one: stale; the write failed). */
+static int set_mount_flag(Cycle *c, int want, const char *so_far, int *ret_flag, char **ret_kept) {
+        _cleanup_free_ char *why = NULL;
+        int r = write_flag(c, want, &why);
+
+        *ret_flag = want;
+        if (r == -EPERM) {
+                /* Refused: the flag was not want (flag_write_at() returns 0 when it is). */
+                *ret_flag = !want;
+                *ret_kept =
+                        strdup_printf("stable writes stay %s: %s", want ? "off" : "on", why ?: "refused");
+                return *ret_kept ? 0 : (report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1);
+        }
+        if (r == -ESTALE || r == -ENODEV)
+                return report_stale(c->rep, "%s", why ?: strerror(-r));
+        if (r < 0 && r != -EBADF)
+                return report(c->rep, REMOUNT_UNMOUNTED, -r,
+                              "%s%scannot write the flag %d (%s), so it was not mounted again", so_far,
+                              *so_far ? "; " : "", want, why ?: strerror(-r)),
+                       1;
+        return 0;
 }
 
 /* Steps 6 to 8: mounts the filesystem back onto the pinned place, first with the state of
- * the journal's stage (the new one, unless it already fell back), then with the old one.
- * Before each attempt the place must still be free and the same. before: what happened
- * first, to start the report's message with, or NULL. */
+ * the journal's stage (the new one, unless it already fell back), then with the old one, or,
+ * where the interlock refuses the old flag, with the new one once more. Before each attempt
+ * the place must still be free and the same, and the disk and the filesystem the journal's.
+ * The stage saved, the report and its effective state say the flag the disk had at the mount.
+ * before: what happened first, to start the report's message with, or NULL. */
 static void mount_back(Cycle *c, const char *before) {
         RemountReport *rep = c->rep;
         RemountJournal *j = c->journal;
-        _cleanup_free_ char *first_failure = NULL;
+        _cleanup_free_ char *first_failure = NULL, *kept = NULL;
+        bool last = false; /* the last attempt: a failure leaves it unmounted */
         char diff[512];
         int r, id;
 
         for (;;) {
                 _cleanup_close_ int mp_fd = -EBADF;
-                _cleanup_free_ char *reason = NULL, *why = NULL, *so_far = join(before, first_failure);
-                bool old = remount_journal_fell_back(j), changed;
-                int flag = old ? j->old_flag : j->new_flag;
+                _cleanup_free_ char *reason = NULL, *why = NULL, *kept_now = NULL,
+                                    *so_far = join3(before, first_failure, kept);
+                bool fell_back = remount_journal_fell_back(j), changed, with_old;
+                int want = remount_journal_mount_flag(j), flag;
 
                 if (!so_far)
                         return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
@@ -820,17 +952,19 @@ static void mount_back(Cycle *c, const char *before) {
                                              "%s%snot mounting it again: %s; not retrying", so_far,
                                              *so_far ? "; " : "", reason);
                 }
-                _cleanup_free_ char *flag_why = NULL;
-                r = write_flag(c, flag, &flag_why);
-                if (r == -EPERM)
-                        flag = 1; /* the interlock keeps stable writes on: mounted with them */
-                else if (r < 0 && r != -EBADF)
-                        return (void) report(
-                                rep, REMOUNT_UNMOUNTED, -r,
-                                "%s%scannot write the flag %d (%s), so it was not mounted again", so_far,
-                                *so_far ? "; " : "", flag, flag_why ?: strerror(-r));
-                if (!old)
-                        (void) save_stage(c, REMOUNT_STAGE_MOUNTING_NEW);
+                if (check_identity(c) != 0 || set_mount_flag(c, want, so_far, &flag, &kept_now) != 0)
+                        return;
+                if (kept_now) {
+                        char *s = join3(so_far, kept_now, NULL);
+                        if (!s)
+                                return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                        free(so_far);
+                        so_far = s;
+                }
+                /* The stage says the state the flag gives the mount: the old one, or the new one
+                 * (also at a fallback whose old flag the interlock refused). */
+                with_old = j->old_flag != j->new_flag ? flag == j->old_flag : fell_back;
+                (void) save_stage(c, with_old ? REMOUNT_STAGE_MOUNTING_OLD : REMOUNT_STAGE_MOUNTING_NEW);
                 r = mount_once(c, mp_fd, &why);
                 if (r >= 0) {
                         rep->mounted = true;
@@ -838,12 +972,13 @@ static void mount_back(Cycle *c, const char *before) {
                         rep->new_id = id;
                 }
                 if (r >= 0) {
-                        (void) save_stage(c, old ? REMOUNT_STAGE_MOUNTED_OLD : REMOUNT_STAGE_MOUNTED);
+                        (void) save_stage(c, with_old ? REMOUNT_STAGE_MOUNTED_OLD : REMOUNT_STAGE_MOUNTED);
                         rep->effective = flag;
                         if (r > 0)
-                                report(rep, REMOUNT_DIFFERENT, 0, "%s%smounted it again%s, but %s", so_far,
-                                       *so_far ? "; " : "", old ? " with the old state" : "", diff);
-                        else if (old)
+                                report(rep, REMOUNT_DIFFERENT, 0,
+                                       "%s%smounted it again (stable writes %s), but %s", so_far,
+                                       *so_far ? "; " : "", flag ? "on" : "off", diff);
+                        else if (with_old)
                                 report(rep, REMOUNT_RESTORED, 0, "%s; mounted it again with the old state",
                                        so_far);
                         else if (*so_far)
@@ -855,14 +990,30 @@ static void mount_back(Cycle *c, const char *before) {
                 }
                 if (!why)
                         why = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
-                if (old)
+                if (with_old || last)
                         return (void) report(rep, REMOUNT_UNMOUNTED, -r,
-                                             "%s; mounting it with the old state failed too: %s", so_far,
-                                             why ?: "?");
+                                             "%s; mounting it with the %s state failed too: %s", so_far,
+                                             with_old ? "old" : "new", why ?: "?");
+                free(first_failure);
                 first_failure = strdup_printf("mounting it with the new state failed: %s", why ?: "?");
                 if (!first_failure)
                         return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
                 rep->error = -r;
+                /* 8. The old state, unless the interlock keeps stable writes on: then the new one
+                 * once more (never the old 0 on a disk that needs stable writes). */
+                _cleanup_free_ char *refused = NULL, *failed = join3(before, first_failure, kept);
+                if (!failed)
+                        return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                if (set_mount_flag(c, j->old_flag, failed, &flag, &refused) != 0)
+                        return;
+                if (flag != j->old_flag) {
+                        last = true;
+                        free(kept);
+                        kept = strdup_printf("not falling back to the old state: %s", refused);
+                        if (!kept)
+                                return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                        continue;
+                }
                 if (save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
                         j->stage = REMOUNT_STAGE_MOUNTING_OLD; /* the mount with the old state goes on */
                 pause_at(c, "before-mount-old");
@@ -874,8 +1025,8 @@ static void restart_targets(Cycle *c) {
         STRV_FOREACH (t, c->targets) {
                 _cleanup_free_ char *result = NULL;
                 if (remount_systemd_is_active(c->bus, *t) == 0)
-                        (void) remount_systemd_run_job(c->bus, *t, "StartUnit", "fail",
-                                                       SYSTEMD_JOB_TIMEOUT_USEC, &result);
+                        (void) remount_systemd_run_job(c->bus, *t, "StartUnit", "fail", job_timeout(c),
+                                                       &result);
         }
 }
 
@@ -893,6 +1044,12 @@ static int choose_way(Cycle *c, bool replay) {
         r = replay && !c->journal->unit ? 0 : remount_systemd_connect(&c->bus, &why);
         if (r > 0 && !replay) {
                 r = remount_systemd_find(c->bus, p->target, &unit, &unit_file, &why);
+                /* A unit file's start mounts what the file says: used only when that is what is
+                 * mounted (a transient unit cannot take its name). */
+                if (r > 0 && unit_file) {
+                        r = remount_systemd_check_unit_file(c->bus, unit, p, &why);
+                        r = r == 0 ? 1 : r > 0 ? 0 : r;
+                }
                 if (r <= 0) {
                         report(rep, r < 0 ? REMOUNT_FAILED : REMOUNT_REFUSED, r < 0 ? -r : 0, "%s",
                                r < 0 ? strerror(-r) : why);
@@ -963,8 +1120,11 @@ static int check_idle(Cycle *c) {
         free(u.ids);
         free(u.seen_ns);
         if (r != 0) {
-                report_check(rep, r, u.reason);
+                report_check(rep, r, u.busy ?: u.reason);
+                if (r > 0 && u.busy)
+                        snprintf(rep->detail, sizeof rep->detail, "busy: %s", u.reason);
                 free(u.reason);
+                free(u.busy);
                 return 1;
         }
         c->uninspectable = u.uninspectable;
@@ -1032,6 +1192,13 @@ static void cycle_unmount_mount(Cycle *c) {
                 return;
         }
         r = do_unmount(c, &why);
+        if (r == -EINPROGRESS) {
+                /* The journal says "unmounting": the replays wait for systemd and act on what it did. */
+                report(rep, REMOUNT_UNMOUNTED, ETIMEDOUT,
+                       "systemd's unmount of %s is still at work (%s): mounting it back once it ends",
+                       c->journal->unit, why ?: "its job did not end in time");
+                return;
+        }
         if (r < 0 && mountinfo_has(c->mountinfo, p->id, p->devnum, p->target)) {
                 (void) save_stage(c, REMOUNT_STAGE_PREPARED); /* nothing was touched */
                 if (c->bus)
@@ -1118,7 +1285,13 @@ static void replay_found_mounted(Cycle *c, struct libmnt_fs *fs) {
                 same_sb = j->stage <= REMOUNT_STAGE_UNMOUNTING;
         rep->new_id = mnt_fs_get_id(fs);
         rep->effective = same_sb ? j->old_flag : remount_journal_mount_flag(j);
-        if (same_sb)
+        if (!same_sb && !j->identified) {
+                /* An earlier version's journal: whose filesystem this is, it cannot tell. */
+                rep->effective = -1;
+                report(rep, REMOUNT_NOTHING, 0,
+                       "it is mounted again (the journal, of an earlier version, cannot tell by whom or "
+                       "with which state: it is taken from the flag now)");
+        } else if (same_sb)
                 report(rep, REMOUNT_FAILED, 0,
                        "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
                        "as "
@@ -1173,6 +1346,11 @@ static void replay(Cycle *c) {
         int r;
 
         rep->stage = j->stage;
+        /* Nothing is said of, mounted from, or written to a disk that took the journal's name
+         * meanwhile. (A journal of an earlier version does not say which disk it was: it is
+         * refused when it would mount, in mount_back().) */
+        if (j->identified && check_identity(c) != 0)
+                return;
         if (j->stage == REMOUNT_STAGE_PREPARED) {
                 replay_prepared(c);
                 return;
@@ -1183,7 +1361,7 @@ static void replay(Cycle *c) {
         }
         if (c->bus) {
                 /* The interrupted cycle's job (systemd carries it out without us) ends first. */
-                r = remount_systemd_wait_idle(c->bus, j->unit, SYSTEMD_JOB_TIMEOUT_USEC);
+                r = remount_systemd_wait_idle(c->bus, j->unit, job_timeout(c));
                 if (r < 0) {
                         report(rep, REMOUNT_UNMOUNTED, -r, "systemd's job for %s did not end: %s", j->unit,
                                strerror(-r));

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sys/stat.h>
 #include <time.h>
 
 #include "remount-check.h"
@@ -10,6 +11,7 @@
 #define SD_MANAGER "org.freedesktop.systemd1.Manager"
 #define SD_UNIT "org.freedesktop.systemd1.Unit"
 #define SD_MOUNT "org.freedesktop.systemd1.Mount"
+#define SD_JOB "org.freedesktop.systemd1.Job"
 
 /* At most this many units are looked at for what a stop would touch. */
 #define WALK_MAX 512
@@ -58,9 +60,13 @@ static int get_strv(sd_bus *bus, const char *path, const char *prop, char ***ret
         return sd_bus_get_property_strv(bus, SD_DEST, path, SD_UNIT, prop, &error, ret);
 }
 
-static int get_bool(sd_bus *bus, const char *path, const char *prop, int *ret) {
+static int get_bool_of(sd_bus *bus, const char *path, const char *iface, const char *prop, int *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        return sd_bus_get_property_trivial(bus, SD_DEST, path, SD_UNIT, prop, &error, 'b', ret);
+        return sd_bus_get_property_trivial(bus, SD_DEST, path, iface, prop, &error, 'b', ret);
+}
+
+static int get_bool(sd_bus *bus, const char *path, const char *prop, int *ret) {
+        return get_bool_of(bus, path, SD_UNIT, prop, ret);
 }
 
 /* The id of the job queued for the unit at path, 0 when none. */
@@ -79,6 +85,11 @@ static int get_job_id(sd_bus *bus, const char *path, uint32_t *ret) {
 
 static bool state_is_active(const char *state) {
         return streq(state, "active") || streq(state, "activating") || streq(state, "reloading");
+}
+
+/* A unit in one of these states has a control process at work (mount, umount). */
+static bool state_is_changing(const char *state) {
+        return streq(state, "activating") || streq(state, "deactivating") || streq(state, "reloading");
 }
 
 int remount_systemd_is_active(sd_bus *bus, const char *unit) {
@@ -121,7 +132,7 @@ int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool 
                          char **ret_why) {
         _cleanup_free_ char *unit = NULL, *path = NULL, *load = NULL, *active = NULL, *where = NULL,
                             *fragment = NULL, *what = NULL;
-        int transient = 0, r;
+        int transient = 0, lazy = 0, force = 0, r;
         uint32_t job = 0;
 
         *ret_unit = *ret_why = NULL;
@@ -140,6 +151,8 @@ int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool 
             (r = get_bool(bus, path, "Transient", &transient)) < 0 ||
             (r = get_string(bus, path, SD_MOUNT, "Where", &where)) < 0 ||
             (r = get_string(bus, path, SD_MOUNT, "What", &what)) < 0 ||
+            (r = get_bool_of(bus, path, SD_MOUNT, "LazyUnmount", &lazy)) < 0 ||
+            (r = get_bool_of(bus, path, SD_MOUNT, "ForceUnmount", &force)) < 0 ||
             (r = get_job_id(bus, path, &job)) < 0)
                 return r;
         if (!streq(load, "loaded") || !streq(active, "active"))
@@ -148,12 +161,104 @@ int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool 
                 return why(ret_why, strdup_printf("systemd's %s is for %s, not %s", unit, where, target));
         if (job != 0)
                 return why(ret_why, strdup_printf("systemd has a job queued for %s", unit));
+        /* systemd would unmount it with umount -l or -f: a busy filesystem would be detached
+         * (and stay alive out of sight) or forced, instead of refusing the unmount. */
+        if (lazy || force)
+                return why(ret_why,
+                           strdup_printf("systemd's %s has %s=yes: a busy unmount would %s instead of "
+                                         "failing",
+                                         unit, lazy ? "LazyUnmount" : "ForceUnmount",
+                                         lazy ? "detach it" : "be forced"));
         bool unit_file = !isempty(fragment) && !transient;
         if (unit_file && isempty(what))
                 return why(ret_why, strdup_printf("systemd's %s (%s) has no What=", unit, fragment));
         *ret_unit = TAKE_PTR(unit);
         *ret_unit_file = unit_file;
         return 1;
+}
+
+/* The block device a unit's What= names: a path, or a tag (UUID=, LABEL=, PARTUUID=,
+ * PARTLABEL=) through udev's /dev/disk/by-* links, as systemd resolves it. 0 when it names
+ * no block device here. */
+static dev_t what_devnum(const char *what) {
+        static const struct {
+                const char *tag, *dir;
+        } tags[] = {
+                { "UUID=", "by-uuid" },
+                { "LABEL=", "by-label" },
+                { "PARTUUID=", "by-partuuid" },
+                { "PARTLABEL=", "by-partlabel" },
+        };
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        for (size_t i = 0; !path && i < ELEMENTSOF(tags); i++)
+                if (startswith(what, tags[i].tag)) {
+                        /* udev escapes '/' and blanks in the link's name as \xNN. */
+                        FILE *f;
+                        size_t size = 0;
+                        f = open_memstream(&path, &size);
+                        if (!f)
+                                return 0;
+                        fprintf(f, "/dev/disk/%s/", tags[i].dir);
+                        for (const char *c = what + strlen(tags[i].tag); *c; c++)
+                                if (*c == '/' || *c == ' ' || *c == '\\')
+                                        fprintf(f, "\\x%02x", (unsigned char) *c);
+                                else
+                                        fputc(*c, f);
+                        if (fclose(f) != 0)
+                                return 0;
+                }
+        if (stat(path ?: what, &st) < 0 || !S_ISBLK(st.st_mode))
+                return 0;
+        return st.st_rdev;
+}
+
+int remount_systemd_check_unit_file(sd_bus *bus, const char *unit, const RemountPlan *plan,
+                                    char **ret_refusal) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(remount_unit_file_done) RemountUnitFile u = {};
+        _cleanup_free_ char *path = NULL, *fragment = NULL;
+        _cleanup_strv_free_ char **dropins = NULL, **files = NULL;
+        int r;
+
+        *ret_refusal = NULL;
+        r = get_unit(bus, unit, &path);
+        if (r < 0 || !path)
+                return r < 0 ? r : -ENOENT;
+        r = get_string(bus, path, SD_UNIT, "FragmentPath", &fragment);
+        if (r >= 0)
+                r = sd_bus_get_property_strv(bus, SD_DEST, path, SD_UNIT, "DropInPaths", &error, &dropins);
+        if (r < 0)
+                return r;
+        if (strv_extend(&files, fragment) < 0 || strv_extend_strv(&files, dropins) < 0)
+                return -ENOMEM;
+        STRV_FOREACH (f, files) {
+                _cleanup_free_ char *text = NULL, *reason = NULL;
+                r = read_full_file(*f, 1 << 20, &text, NULL);
+                if (r < 0)
+                        return why(ret_refusal, strdup_printf("its unit file %s cannot be read (%s): what "
+                                                              "starting %s mounts is not known",
+                                                              *f, strerror(-r), unit))
+                                       ?: 1;
+                r = remount_unit_file_parse(text, &u, &reason);
+                if (r != 0)
+                        return r < 0 ? r
+                                     : why(ret_refusal, strdup_printf("%s (%s): what starting %s mounts is "
+                                                                      "not known",
+                                                                      reason, *f, unit))
+                                               ?: 1;
+        }
+        r = remount_check_unit_file(plan, unit, &u, u.what ? what_devnum(u.what) : 0, ret_refusal);
+        if (r > 0 && *ret_refusal) {
+                /* Say which files say so. */
+                char *s = strdup_printf("%s (%s)", *ret_refusal, fragment);
+                if (!s)
+                        return -ENOMEM;
+                free(*ret_refusal);
+                *ret_refusal = s;
+        }
+        return r;
 }
 
 /* --- what a stop touches --------------------------------------------------------------------- */
@@ -335,7 +440,7 @@ int remount_systemd_wait_idle(sd_bus *bus, const char *unit, uint64_t timeout_us
         uint64_t deadline = now_usec_monotonic() + timeout_usec;
 
         for (;;) {
-                _cleanup_free_ char *path = NULL;
+                _cleanup_free_ char *path = NULL, *state = NULL;
                 uint32_t job = 0;
                 int r = get_unit(bus, unit, &path);
                 if (r < 0)
@@ -343,9 +448,12 @@ int remount_systemd_wait_idle(sd_bus *bus, const char *unit, uint64_t timeout_us
                 if (!path)
                         return 0;
                 r = get_job_id(bus, path, &job);
+                if (r >= 0)
+                        r = get_string(bus, path, SD_UNIT, "ActiveState", &state);
                 if (r < 0)
                         return r;
-                if (job == 0)
+                /* A cancelled job leaves its control process (umount) at work. */
+                if (job == 0 && !state_is_changing(state))
                         return 0;
                 if (now_usec_monotonic() >= deadline)
                         return -ETIMEDOUT;
@@ -427,7 +535,11 @@ static int call_and_wait(sd_bus *bus, sd_bus_message *call, const char *unit, ui
         while (!w.result) {
                 uint64_t now = now_usec_monotonic();
                 if (now >= deadline) {
-                        r = -ETIMEDOUT;
+                        /* Never leave it queued: it would run later, when nobody follows it. */
+                        (void) sd_bus_call_method(bus, SD_DEST, w.job, SD_JOB, "Cancel", NULL, NULL, "");
+                        *ret_result = strdup_printf("its job did not end within %llu s and was cancelled",
+                                                    (unsigned long long) (timeout_usec / USEC_PER_SEC));
+                        r = *ret_result ? -ETIMEDOUT : -ENOMEM;
                         goto finish;
                 }
                 r = sd_bus_process(bus, NULL);

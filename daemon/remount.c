@@ -35,7 +35,7 @@ typedef struct RemountItem {
 typedef struct RemountRequest {
         struct RemountRequest *next;
         bool explicit;
-        manager_remount_done_t done;
+        remount_done_t done;
         void *userdata;
         RemountItem *items;
         size_t n_items, pos;
@@ -66,7 +66,7 @@ typedef struct RemountActive {
 } RemountActive;
 
 struct Remounter {
-        Manager *manager;
+        RemountHost host;
         sd_event_source *defer, *retry;
         RemountRequest *queue;     /* the head is the request being worked on */
         RemountActive *running;    /* the cycle or replay whose process runs */
@@ -74,7 +74,11 @@ struct Remounter {
         size_t n_unmounted;
         RemountNote *notes;
         size_t n_notes;
+        char **retired; /* reasons of notes replaced since remount_annotate(): a tracked mount may
+                         * still show one, so they are freed there */
+        size_t n_retired;
         unsigned test_fail_mounts;
+        uint64_t test_job_timeout_usec;
         bool test_skip_scan;
         char *test_pause;
 };
@@ -88,6 +92,7 @@ static void result_done(RemountResult *r) {
         free(r->target);
         free(r->disk);
         free(r->message);
+        free(r->detail);
 }
 
 static void request_free(RemountRequest *q) {
@@ -163,21 +168,25 @@ static RemountNote *note_find(Remounter *r, const char *target) {
         return NULL;
 }
 
-/* Points tracked mounts away from a reason string about to be freed. */
-static void reason_unref(Remounter *r, const char *reason) {
-        MountTracker *t = r->manager->mounts;
-        for (size_t i = 0; reason && t && i < t->n; i++)
-                if (t->mounts[i].reason == reason)
-                        t->mounts[i].reason = REASON_PENDING;
+/* Takes a reason a tracked mount may show until the next remount_annotate(). */
+static void reason_retire(Remounter *r, char *reason) {
+        char **l;
+
+        if (!reason)
+                return;
+        l = realloc(r->retired, sizeof(char *) * (r->n_retired + 1));
+        if (!l)
+                return (void) log_oom(); /* leaked rather than freed under a tracked mount */
+        r->retired = l;
+        l[r->n_retired++] = reason;
 }
 
 static void note_drop(Remounter *r, const char *target) {
         RemountNote *n = note_find(r, target);
         if (!n)
                 return;
-        reason_unref(r, n->reason);
         free(n->target);
-        free(n->reason);
+        reason_retire(r, n->reason);
         *n = r->notes[--r->n_notes];
 }
 
@@ -203,8 +212,7 @@ static void note_set(Remounter *r, const char *target, int id, bool sticky, uint
                 n = &notes[r->n_notes++];
                 *n = (RemountNote){ .target = t };
         }
-        reason_unref(r, n->reason);
-        free(n->reason);
+        reason_retire(r, n->reason);
         n->reason = reason;
         n->id = id;
         n->sticky = sticky;
@@ -213,10 +221,13 @@ static void note_set(Remounter *r, const char *target, int id, bool sticky, uint
 
 /* --- results ------------------------------------------------------------------------------- */
 
-static TrackedMount *find_tracked(Manager *m, int id, const char *target) {
-        TrackedMount *by_target = NULL;
-        for (size_t i = 0; m->mounts && i < m->mounts->n; i++) {
-                TrackedMount *t = &m->mounts->mounts[i];
+/* The tracked mount id on target, else the one on target, or NULL. */
+static const TrackedMount *find_tracked(const Remounter *r, int id, const char *target) {
+        const MountTracker *mounts = r->host.mounts;
+        const TrackedMount *by_target = NULL;
+
+        for (size_t i = 0; mounts && i < mounts->n; i++) {
+                const TrackedMount *t = &mounts->mounts[i];
                 if (!streq(t->target, target))
                         continue;
                 if (t->id == id)
@@ -226,33 +237,29 @@ static TrackedMount *find_tracked(Manager *m, int id, const char *target) {
         return by_target;
 }
 
-static void snapshot_set_flag(Manager *m, const char *disk, int flag) {
-        /* The child wrote the flag: the next scan must not take it for somebody else's. */
-        for (size_t i = 0; i < m->n_snapshots; i++)
-                if (streq(m->snapshots[i].name, disk))
-                        m->snapshots[i].flag = flag;
-}
-
 /* How one filesystem's cycle, or the decision not to cycle it, ended: what conclude() reports. */
 typedef struct Conclusion {
         const RemountItem *item;
         const char *label; /* how the logs name it; NULL: its target */
         int id;            /* the mount id its note is about */
         RemountOutcome outcome;
-        const char *why; /* the bare reason ("PID 5 (sleep) has a file open on it: /x/y") */
-        const char *via; /* what ran the cycle ("systemd", "the daemon"); NULL: "?" */
+        const char *why;    /* the bare reason, for everyone ("busy: a process has a file open on it") */
+        const char *detail; /* the same naming another user's process or file, for root ("busy: PID
+                             * 5 (sleep) has a file open on it: /x/y"); NULL: why says it all */
+        const char *via;    /* what ran the cycle ("systemd", "the daemon"); NULL: "?" */
         uint64_t duration_usec;
         bool is_static;              /* a refusal that holds while the mount stays as it is: no re-check */
         bool pending;                /* the flag waits for a cycle: say so */
+        bool stale;                  /* not mounted back: its disk or filesystem is another one now */
         const RemountActive *active; /* the cycle, for the retry of a filesystem left unmounted */
 } Conclusion;
 
-/* The sentence of c, and in *ret_level how loud to log it: each new reason of a refusal once at
- * notice level, its periodic re-checks quietly. prior is the filesystem's note before this
- * one. NULL on ENOMEM. */
-static char *conclusion_message(const Conclusion *c, const RemountRequest *q, const RemountNote *prior,
-                                int *ret_level) {
-        const char *label = c->label ?: c->item->target, *why = c->why;
+/* The sentence of c with its reason why, and in *ret_level how loud to log it: each new reason
+ * of a refusal once at notice level, its periodic re-checks quietly. prior is the filesystem's
+ * note before this one. NULL on ENOMEM. */
+static char *conclusion_message(const Conclusion *c, const char *why, const RemountRequest *q,
+                                const RemountNote *prior, int *ret_level) {
+        const char *label = c->label ?: c->item->target;
         const char *via = !isempty(c->via) ? c->via : "?";
         const RemountActive *a = c->active;
         double ms = (double) c->duration_usec / 1000.0;
@@ -269,10 +276,10 @@ static char *conclusion_message(const Conclusion *c, const RemountRequest *q, co
         case REMOUNT_REFUSED:
         case REMOUNT_BUSY:
         case REMOUNT_FAILED:
-                *ret_level = c->outcome == REMOUNT_FAILED                           ? LOG_WARNING
-                             : q && q->explicit                                     ? LOG_NOTICE
-                             : prior && prior->reason && strstr(prior->reason, why) ? LOG_DEBUG
-                                                                                    : LOG_NOTICE;
+                *ret_level = c->outcome == REMOUNT_FAILED                              ? LOG_WARNING
+                             : q && q->explicit                                        ? LOG_NOTICE
+                             : prior && prior->reason && strstr(prior->reason, c->why) ? LOG_DEBUG
+                                                                                       : LOG_NOTICE;
                 return strdup_printf("%s: not cycled: %s%s%s", label, why,
                                      c->outcome == REMOUNT_BUSY ? "; still mounted as before" : "",
                                      c->pending ? "; " REASON_PENDING : "");
@@ -283,6 +290,8 @@ static char *conclusion_message(const Conclusion *c, const RemountRequest *q, co
                                              ? "it keeps its old state, " REASON_PENDING
                                              : "left as it is");
         case REMOUNT_UNMOUNTED:
+                if (c->stale) /* nothing was done, anywhere */
+                        return strdup_printf("%s: NOT MOUNTED: %s", label, why);
                 if (a && a->give_up)
                         return strdup_printf(
                                 "%s: NOT MOUNTED: %s (in %s); check the mount point and mount it "
@@ -316,7 +325,10 @@ static void conclusion_note(Remounter *r, const Conclusion *c) {
         case REMOUNT_RESTORED:
         case REMOUNT_DIFFERENT:
         case REMOUNT_UNMOUNTED:
-                note_set(r, target, c->id, true, UINT64_MAX, c->why, true);
+                if (c->stale)
+                        note_drop(r, target); /* what is mounted there next is another filesystem */
+                else
+                        note_set(r, target, c->id, true, UINT64_MAX, c->why, true);
                 break;
         default:
                 break;
@@ -338,10 +350,10 @@ static const char *conclusion_message_id(RemountOutcome o) {
         }
 }
 
-/* Builds the result of c, logs it, keeps the note, tells the handler and the request q (may be
- * NULL). Takes nothing. */
+/* Builds the result of c, logs it (with its detail), keeps the note, tells the host and the
+ * request q (may be NULL). Takes nothing. */
 static void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
-        Manager *m = r->manager;
+        const RemountNote *prior = note_find(r, c->item->target);
         RemountResult res = {
                 .target = strdup(c->item->target),
                 .disk = strdup(c->item->disk),
@@ -351,21 +363,20 @@ static void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
         };
         int level;
 
-        res.message = conclusion_message(c, q, note_find(r, c->item->target), &level);
+        res.message = conclusion_message(c, c->why, q, prior, &level);
+        if (c->detail)
+                res.detail = conclusion_message(c, c->detail, q, prior, &level);
         conclusion_note(r, c);
-        if (!res.target || !res.disk || !res.message) {
+        if (!res.target || !res.disk || !res.message || (c->detail && !res.detail)) {
                 result_done(&res);
                 return (void) log_oom();
         }
         log_struct(level, conclusion_message_id(c->outcome),
                    LOG_FIELDS("STABLEPAGES_DEVICE", res.disk, "STABLEPAGES_MOUNT", res.target), "%s",
-                   res.message);
+                   res.detail ?: res.message);
 
-        if (m->handler)
-                m->handler(m,
-                           &(ManagerEvent){
-                                   .type = MANAGER_REMOUNT_FINISHED, .device = res.disk, .remount = &res },
-                           m->handler_userdata);
+        if (r->host.finished)
+                r->host.finished(r->host.userdata, &res);
         if (q) {
                 RemountResult *l = realloc(q->results, sizeof(RemountResult) * (q->n_results + 1));
                 if (l) {
@@ -401,27 +412,31 @@ static void close_all_fds_but(int a, int b) {
 }
 
 static int spawn(Remounter *r, RemountActive *a) {
-        Manager *m = r->manager;
+        const Engine *e = r->host.engine;
+        RemountDisk d;
         int fds[2], k;
         pid_t pid;
 
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
-        /* The disk as the engine knows it now: the child writes its flag only if it is still
-         * that disk, and an off only where its need allows (flag.h). */
-        const EngineDevice *d = manager_find_device(m, a->item.disk);
+        /* The child writes the flag only to the journal's disk (its diskseq, RemountJournal), and
+         * an off only where that disk's need allows (flag.h): the need of the disk with the name
+         * now, when it is that disk. */
+        bool same = r->host.find_disk(r->host.userdata, a->item.disk, &d) >= 0 &&
+                    d.diskseq == a->journal.diskseq;
         RemountJob j = {
                 .journal = &a->journal,
                 .journal_path = a->journal_path,
                 .options = a->options,
                 .disk_fd = a->disk_fd,
-                .diskseq = d ? d->facts->diskseq : 0,
-                .need = d ? d->class.need : NEED_UNKNOWN,
-                .force = d && d->decision.forced,
-                .runtime_dir = m->engine.runtime_dir,
+                .need = same ? d.need : NEED_UNKNOWN,
+                .force = same && d.forced,
+                .runtime_dir = e->runtime_dir,
+                .udev_data_dir = e->udev_data_dir,
                 .need_of = engine_need_of,
-                .need_userdata = &m->engine,
+                .need_userdata = (void *) e,
                 .replay = a->replay,
+                .job_timeout_usec = r->test_job_timeout_usec,
                 .fail_mounts = r->test_fail_mounts,
                 .skip_scan = r->test_skip_scan,
                 .pause_fifo = r->test_pause,
@@ -446,7 +461,7 @@ static int spawn(Remounter *r, RemountActive *a) {
         close(fds[1]);
         a->pid = pid;
         a->report_fd = fds[0];
-        k = sd_event_add_io(m->event, &a->io, a->report_fd, EPOLLIN, on_report, r);
+        k = sd_event_add_io(r->host.event, &a->io, a->report_fd, EPOLLIN, on_report, r);
         if (k < 0) {
                 /* Without the event source, wait here: the cycle must be followed to its end. */
                 log_warning_errno(k, "Cannot watch the cycle of %s, waiting for it: %m", a->label);
@@ -459,11 +474,11 @@ static int spawn(Remounter *r, RemountActive *a) {
 /* Pins the sysfs directory of a's disk (flag.h): the child writes its flag when it mounts with
  * another state. */
 static int open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
-        a->disk_fd = flag_pin_disk(r->manager->engine.sysfs_root, a->item.disk);
+        a->disk_fd = flag_pin_disk(r->host.engine->sysfs_root, a->item.disk);
         if (a->disk_fd >= 0)
                 return 0;
         if (ret_reason)
-                *ret_reason = strdup_printf("cannot open %s/block/%s: %s", r->manager->engine.sysfs_root,
+                *ret_reason = strdup_printf("cannot open %s/block/%s: %s", r->host.engine->sysfs_root,
                                             a->item.disk, strerror(-a->disk_fd));
         return a->disk_fd;
 }
@@ -490,9 +505,9 @@ static int refuse(Refusal *n, RemountOutcome outcome, bool is_static, const char
  * leaves alone or that a cycle left a filesystem of unmounted, the filesystem type, a loop
  * device that would go away with its last mount. Returns 0, 1 (refused: *no) or -errno. */
 static int check_item(Remounter *r, const RemountItem *it, const TrackedMount *t, Refusal *no) {
-        Manager *m = r->manager;
-        Engine *e = &m->engine;
+        const Engine *e = r->host.engine;
         _cleanup_free_ char *reason = NULL, *attr = NULL;
+        RemountDisk d;
         long long v;
         int k;
 
@@ -501,10 +516,10 @@ static int check_item(Remounter *r, const RemountItem *it, const TrackedMount *t
                 return k < 0 ? k : refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason));
         if (!t->pending)
                 return refuse(no, REMOUNT_NOTHING, true, t->reason ?: "not pending", NULL);
-        const EngineDevice *d = manager_find_device(m, it->disk);
-        if (!d || !d->managed || d->decision.desired < 0) {
+        k = r->host.find_disk(r->host.userdata, it->disk, &d);
+        if (k < 0 || !d.managed) {
                 reason = strdup_printf("the daemon leaves %s alone (%s)", it->disk,
-                                       d && d->decision.reason ? d->decision.reason : "not managed");
+                                       k >= 0 && d.reason ? d.reason : "not managed");
                 return reason ? refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         const RemountActive *h = holder_of(r, it->disk);
@@ -534,16 +549,16 @@ static int check_item(Remounter *r, const RemountItem *it, const TrackedMount *t
  * loop devices backed by files on it. Returns 0 (*ret_plan filled), 1 (refused: *no) or
  * -errno. */
 static int plan_item(Remounter *r, const TrackedMount *t, RemountPlan *ret_plan, Refusal *no) {
-        Manager *m = r->manager;
+        const char *mountinfo = r->host.mounts->mountinfo, *sysfs_root = r->host.engine->sysfs_root;
         _cleanup_(remount_plan_done) RemountPlan plan = {};
         _cleanup_free_ char *reason = NULL, *swaps = NULL;
         _cleanup_strv_free_ char **block = NULL;
         struct libmnt_table *table;
         int k;
 
-        table = mnt_new_table_from_file(m->mounts->mountinfo);
+        table = mnt_new_table_from_file(mountinfo);
         if (!table) {
-                reason = strdup_printf("cannot read %s: %s", m->mounts->mountinfo, strerror(errno));
+                reason = strdup_printf("cannot read %s: %s", mountinfo, strerror(errno));
                 return reason ? refuse(no, REMOUNT_FAILED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
         k = remount_plan_from_table(table, t->id, t->source_devnum, &plan);
@@ -559,7 +574,7 @@ static int plan_item(Remounter *r, const TrackedMount *t, RemountPlan *ret_plan,
                 if (k != 0)
                         return k < 0 ? k : refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason));
         }
-        if (sysfs_list_dir(m->engine.sysfs_root, "block", &block) >= 0)
+        if (sysfs_list_dir(sysfs_root, "block", &block) >= 0)
                 STRV_FOREACH (b, block) {
                         _cleanup_free_ char *backing = NULL, *path = NULL;
                         if (!startswith(*b, "loop"))
@@ -567,7 +582,7 @@ static int plan_item(Remounter *r, const TrackedMount *t, RemountPlan *ret_plan,
                         path = strdup_printf("block/%s/loop/backing_file", *b);
                         if (!path)
                                 return -ENOMEM;
-                        if (sysfs_read_string(m->engine.sysfs_root, path, &backing) < 0)
+                        if (sysfs_read_string(sysfs_root, path, &backing) < 0)
                                 continue;
                         k = remount_check_loop_backing(*b, backing, plan.target, &reason);
                         if (k != 0)
@@ -579,28 +594,27 @@ static int plan_item(Remounter *r, const TrackedMount *t, RemountPlan *ret_plan,
         return 0;
 }
 
-/* Writes the flag as decided (normally written by the last reconcile already). This rescans:
- * *t and *d are looked up again. Returns 0, 1 (nothing to cycle any more, or the write
+/* Writes the flag as decided (normally written by the last reconcile already). The host
+ * rescans: *t and *d are looked up again. Returns 0, 1 (nothing to cycle any more, or the write
  * failed: *no) or -ENOMEM. */
-static int set_flag(Remounter *r, const RemountItem *it, const RemountPlan *plan, TrackedMount **t,
-                    EngineDevice **d, Refusal *no) {
-        Manager *m = r->manager;
-        _cleanup_(apply_result_done) ApplyResult applied = {};
-        int k;
+static int set_flag(Remounter *r, const RemountItem *it, const RemountPlan *plan, const TrackedMount **t,
+                    RemountDisk *d, Refusal *no) {
+        _cleanup_free_ char *message = NULL;
+        int k, found;
 
-        k = manager_apply_device(m, it->disk, &applied);
+        k = r->host.apply(r->host.userdata, it->disk, &message);
         if (k == -ENOMEM)
                 return k;
-        *t = find_tracked(m, plan->id, plan->target);
-        *d = manager_find_device(m, it->disk);
+        *t = find_tracked(r, plan->id, plan->target);
+        found = r->host.find_disk(r->host.userdata, it->disk, d);
         if (k < 0 && k != -EPERM) {
-                char *reason = strdup_printf("cannot set the flag of %s: %s", it->disk,
-                                             applied.message ?: strerror(-k));
+                char *reason =
+                        strdup_printf("cannot set the flag of %s: %s", it->disk, message ?: strerror(-k));
                 return reason ? refuse(no, REMOUNT_FAILED, false, NULL, reason) : -ENOMEM;
         }
         if (!*t || (*t)->id != plan->id)
                 return refuse(no, REMOUNT_NOTHING, true, "it is not mounted any more", NULL);
-        if (!(*t)->pending || !*d)
+        if (!(*t)->pending || found < 0)
                 return refuse(no, REMOUNT_NOTHING, true, (*t)->reason ?: "not pending any more", NULL);
         return 0;
 }
@@ -608,10 +622,15 @@ static int set_flag(Remounter *r, const RemountItem *it, const RemountPlan *plan
 /* The cycle of it, from label and plan (both taken) and the flag before (t) and after (d).
  * Returns NULL on -ENOMEM. */
 static RemountActive *active_new(Remounter *r, RemountRequest *q, const RemountItem *it, char *label,
-                                 RemountPlan *plan, const TrackedMount *t, const EngineDevice *d,
+                                 RemountPlan *plan, const TrackedMount *t, const RemountDisk *d,
                                  uint64_t start) {
         RemountActive *a = calloc(1, sizeof(RemountActive));
-        if (!a) {
+        char *uuid = NULL;
+
+        /* The filesystem's UUID as udev knew it (the daemon may not open the device to probe
+         * it itself: DevicePolicy=closed), to tell it from another one at a replay. */
+        if (!a || remount_fs_uuid(r->host.engine->udev_data_dir, plan->source_devnum, &uuid) < 0) {
+                free(a);
                 free(label);
                 return NULL;
         }
@@ -620,11 +639,14 @@ static RemountActive *active_new(Remounter *r, RemountRequest *q, const RemountI
                 .item = { .id = it->id, .target = strdup(it->target), .disk = strdup(it->disk) },
                 .label = label,
                 .journal = { .disk = strdup(it->disk),
+                             .diskseq = d->diskseq,
+                             .fs_uuid = uuid,
+                             .identified = true,
                              .plan = *plan,
                              .old_flag = t->effective ? 1 : 0,
-                             .new_flag = d->facts->stable_writes > 0 ? 1 : 0,
+                             .new_flag = d->flag > 0 ? 1 : 0,
                              .stage = REMOUNT_STAGE_PREPARED },
-                .journal_path = remount_journal_path(r->manager->engine.runtime_dir, plan->target),
+                .journal_path = remount_journal_path(r->host.engine->runtime_dir, plan->target),
                 .options = remount_plan_options(plan),
                 .disk_fd = -EBADF,
                 .report_fd = -EBADF,
@@ -678,17 +700,16 @@ static int launch(Remounter *r, RemountActive *a, Refusal *no) {
 /* Checks one filesystem and, when nothing is against it, starts its cycle. Returns 1 when a
  * child runs (the result comes later), 0 when concluded here. */
 static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
-        Manager *m = r->manager;
         uint64_t start = now_usec_monotonic();
         _cleanup_(refusal_done) Refusal no = {};
         _cleanup_(remount_plan_done) RemountPlan plan = {};
         _cleanup_free_ char *label = NULL;
-        EngineDevice *d = NULL;
+        const TrackedMount *t;
+        RemountDisk d = {};
         RemountActive *a;
-        TrackedMount *t;
         int k;
 
-        t = find_tracked(m, it->id, it->target);
+        t = find_tracked(r, it->id, it->target);
         if (!t)
                 k = refuse(&no, REMOUNT_NOTHING, true, "it is not mounted any more", NULL);
         else {
@@ -702,7 +723,7 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                         k = set_flag(r, it, &plan, &t, &d, &no);
         }
         if (k == 0) {
-                a = active_new(r, q, it, TAKE_PTR(label), &plan, t, d, start);
+                a = active_new(r, q, it, TAKE_PTR(label), &plan, t, &d, start);
                 if (!a)
                         return -ENOMEM;
                 k = launch(r, a, &no);
@@ -728,7 +749,6 @@ static int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
 /* --- the child's report --------------------------------------------------------------------- */
 
 static void complete_request(Remounter *r, RemountRequest *q) {
-        Manager *m = r->manager;
         RemountRequest **p = &r->queue;
 
         while (*p && *p != q)
@@ -736,7 +756,7 @@ static void complete_request(Remounter *r, RemountRequest *q) {
         if (*p)
                 *p = q->next;
         if (q->done)
-                q->done(m, q->results, q->n_results, q->userdata);
+                q->done(q->results, q->n_results, q->userdata);
         request_free(q);
 }
 
@@ -747,7 +767,6 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* Arms the retry timer for the earliest replay due. */
 static void arm_retry(Remounter *r) {
-        Manager *m = r->manager;
         uint64_t due = UINT64_MAX;
         int k;
 
@@ -759,7 +778,7 @@ static void arm_retry(Remounter *r) {
                 return;
         }
         if (!r->retry)
-                k = sd_event_add_time(m->event, &r->retry, CLOCK_MONOTONIC, due, 0, on_retry, r);
+                k = sd_event_add_time(r->host.event, &r->retry, CLOCK_MONOTONIC, due, 0, on_retry, r);
         else {
                 k = sd_event_source_set_time(r->retry, due);
                 if (k >= 0)
@@ -788,10 +807,13 @@ static bool read_report(RemountActive *a, RemountReport *rep, int *ret_status) {
         return n == (ssize_t) sizeof *rep;
 }
 
-/* a is left unmounted: it waits for its next replay (or for someone to mount it). */
+/* a is left unmounted: it waits for its next replay (or for someone to mount it). why may be
+ * a->reason itself. */
 static void park(Remounter *r, RemountActive *a, const char *why) {
+        char *reason = strdup(why ?: "?");
+
         free(a->reason);
-        a->reason = strdup(why ?: "?");
+        a->reason = reason;
         a->replay = true;
         a->due_usec = now_usec_monotonic() + a->backoff_usec;
         if (unmounted_add(r, a) < 0) {
@@ -827,12 +849,84 @@ static void reload_journal(RemountActive *a) {
                 a->journal.unit = TAKE_PTR(now.unit);
 }
 
+/* The replay or the cycle of a found its disk or filesystem to be another one (or could not
+ * tell: a journal of an earlier version): nothing was mounted and nothing is retried. Said at
+ * error level with what an administrator needs to mount it by hand; the journal is kept aside
+ * for them; the disk is released (the host may write the flag of what has its name now). */
+static void refuse_stale(Remounter *r, RemountActive *a, const RemountReport *rep, uint64_t duration) {
+        const RemountPlan *p = &a->journal.plan;
+        _cleanup_free_ char *aside = NULL, *source = NULL, *why = NULL;
+        int k = remount_journal_set_aside(a->journal_path, r->host.engine->runtime_dir, &aside);
+
+        if (k < 0)
+                log_error_errno(k,
+                                "%s: cannot move its journal %s aside: %m; the next start checks it again",
+                                a->label, a->journal_path);
+        source = a->journal.fs_uuid ? strdup_printf("UUID=%s", a->journal.fs_uuid) : strdup(p->source);
+        why = strdup_printf("%s; its journal is kept in %s; to mount it by hand once its filesystem is "
+                            "there: mount -t %s -o %s %s %s",
+                            rep->message, aside ?: a->journal_path, p->fstype, a->options,
+                            source ?: p->source, p->target);
+        RemountRequest *q = TAKE_PTR(a->request);
+        conclude(r, q,
+                 &(Conclusion){ .item = &a->item,
+                                .label = a->label,
+                                .id = a->item.id,
+                                .outcome = REMOUNT_UNMOUNTED,
+                                .why = why ?: rep->message,
+                                .via = rep->via,
+                                .duration_usec = duration,
+                                .stale = true,
+                                .active = a });
+        active_free(a);
+        r->host.reconcile(r->host.userdata);
+        schedule(r);
+}
+
+/* What the report says happened, for the conclusion: the retries of a replay, the new state
+ * verified through the tracked mount, the attempts at mounting back. Sets *outcome (a cycle
+ * "done" whose mount does not show the decided state is "different"). NULL on ENOMEM. */
+static char *report_why(Remounter *r, RemountActive *a, const RemountReport *rep, RemountOutcome *outcome) {
+        if (a->replay && *outcome != REMOUNT_UNMOUNTED) {
+                a->retries++;
+                if (rep->mounted)
+                        return strdup_printf("%s after %u %s%s", rep->message, a->retries,
+                                             a->retries == 1 ? "retry" : "retries",
+                                             a->request ? " (its cycle's process had died)" : "");
+                return strdup_printf("%s%s", rep->message,
+                                     a->request ? " (its cycle's process had died)" : "");
+        }
+        if (*outcome == REMOUNT_DONE) {
+                /* Verify the new state through the tracker: it noted the new mount's state. What
+                 * happened on the way (a mount that failed first) stays said. */
+                const TrackedMount *t = find_tracked(r, rep->new_id, a->journal.plan.target);
+                bool plain = streq(rep->message, "unmounted and mounted it again");
+                if (t && !t->pending)
+                        return strdup_printf("%s%sstable writes now %s, as decided",
+                                             plain ? "" : rep->message, plain ? "" : "; ",
+                                             t->effective ? "on" : "off");
+                *outcome = REMOUNT_DIFFERENT;
+                return strdup_printf("%s%smounted again, but its stable writes are %s, not as decided",
+                                     plain ? "" : rep->message, plain ? "" : "; ",
+                                     t && t->effective ? "on" : "off");
+        }
+        if (*outcome == REMOUNT_UNMOUNTED) {
+                a->retries += a->replay;
+                a->give_up = rep->give_up;
+                if (a->replay)
+                        a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
+                return a->replay ? strdup_printf("attempt %u to mount it back failed: %s", a->retries,
+                                                 rep->message)
+                                 : strdup(rep->message);
+        }
+        return strdup(rep->message);
+}
+
 static void handle_report(Remounter *r, RemountActive *a, const RemountReport *rep) {
-        Manager *m = r->manager;
         uint64_t duration = now_usec_monotonic() - a->start_usec;
         RemountOutcome outcome = rep->outcome;
         _cleanup_free_ char *why = NULL;
-        int id = rep->new_id ?: a->journal.plan.id, k;
+        int id = rep->new_id ?: a->journal.plan.id;
 
         r->running = NULL;
         if (a->replay && outcome == REMOUNT_UNMOUNTED && rep->error == EWOULDBLOCK) {
@@ -847,50 +941,19 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
         a->checked = true;
         r->test_fail_mounts -= MIN(r->test_fail_mounts, rep->mount_attempts);
         if (rep->flag_written >= 0)
-                snapshot_set_flag(m, a->item.disk, rep->flag_written);
-        reload_journal(a);
-        if (rep->new_id > 0) {
-                /* A new mount: the tracker must observe it anew, even with the same id; with the
-                 * state the cycle knows it mounted it with. */
-                mount_tracker_forget(m->mounts, a->journal.plan.id, a->journal.plan.target);
-                k = mount_tracker_refresh(m->mounts, &m->engine, NULL);
-                if (k < 0)
-                        log_warning_errno(k, "Cannot read the mount table: %m");
-                if (rep->effective >= 0)
-                        (void) mount_tracker_set_effective(m->mounts, rep->new_id, a->journal.plan.target,
-                                                           rep->effective);
-                mount_tracker_update_pending(m->mounts, &m->engine);
+                r->host.flag_written(r->host.userdata, a->item.disk, rep->flag_written);
+        if (rep->stale) {
+                refuse_stale(r, a, rep, duration);
+                return;
         }
+        reload_journal(a);
+        if (rep->new_id > 0)
+                /* A new mount: observed anew, even with the same id, with the state the cycle
+                 * knows it mounted it with. */
+                r->host.mounted(r->host.userdata, a->journal.plan.id, rep->new_id, a->journal.plan.target,
+                                rep->effective);
 
-        if (a->replay && outcome != REMOUNT_UNMOUNTED) {
-                a->retries++;
-                if (rep->mounted)
-                        why = strdup_printf("%s after %u %s%s", rep->message, a->retries,
-                                            a->retries == 1 ? "retry" : "retries",
-                                            a->request ? " (its cycle's process had died)" : "");
-                else
-                        why = strdup_printf("%s%s", rep->message,
-                                            a->request ? " (its cycle's process had died)" : "");
-        } else if (outcome == REMOUNT_DONE) {
-                /* Verify the new state through the tracker: it noted the new mount's state. */
-                TrackedMount *t = find_tracked(m, rep->new_id, a->journal.plan.target);
-                if (t && !t->pending)
-                        why = strdup_printf("stable writes now %s, as decided", t->effective ? "on" : "off");
-                else {
-                        outcome = REMOUNT_DIFFERENT;
-                        why = strdup_printf("mounted again, but its stable writes are %s, not as decided",
-                                            t && t->effective ? "on" : "off");
-                }
-        } else if (outcome == REMOUNT_UNMOUNTED) {
-                a->retries += a->replay;
-                a->give_up = rep->give_up;
-                if (a->replay)
-                        a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
-                why = a->replay ? strdup_printf("attempt %u to mount it back failed: %s", a->retries,
-                                                rep->message)
-                                : strdup(rep->message);
-        } else
-                why = strdup(rep->message);
+        why = report_why(r, a, rep, &outcome);
         if (!why)
                 (void) log_oom();
 
@@ -901,6 +964,7 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                                 .id = id,
                                 .outcome = outcome,
                                 .why = why ?: rep->message,
+                                .detail = rep->detail[0] ? rep->detail : NULL,
                                 .via = rep->via,
                                 .duration_usec = duration,
                                 .pending = true,
@@ -909,8 +973,8 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                 park(r, a, why ?: rep->message);
         } else
                 finish(r, a);
-        /* Publish the new state (and let the Manager write the flag again if it wants). */
-        (void) manager_reconcile(m);
+        /* Publish the new state (and let the host write the flag again if it wants). */
+        r->host.reconcile(r->host.userdata);
         schedule(r);
 }
 
@@ -938,7 +1002,7 @@ static void handle_death(Remounter *r, RemountActive *a, int status) {
                                         .pending = true,
                                         .active = a });
                 finish(r, a);
-                (void) manager_reconcile(r->manager);
+                r->host.reconcile(r->host.userdata);
                 schedule(r);
                 return;
         }
@@ -996,9 +1060,11 @@ static bool start_replay(Remounter *r) {
                 int k = spawn(r, a);
                 if (k < 0) {
                         r->running = NULL;
+                        _cleanup_free_ char *why =
+                                strdup_printf("its replay cannot start: %s", strerror(-k));
                         log_error_errno(k, "%s is NOT MOUNTED and its replay cannot start: %m", a->label);
                         a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
-                        park(r, a, a->reason);
+                        park(r, a, why ?: a->reason);
                         return false;
                 }
                 if (!a->io)
@@ -1020,7 +1086,7 @@ static void process(Remounter *r) {
                         complete_request(r, q);
                         /* Show the reasons of what was refused. */
                         if (!r->queue)
-                                (void) manager_reconcile(r->manager);
+                                r->host.reconcile(r->host.userdata);
                         continue;
                 }
                 const RemountItem *it = &q->items[q->pos++];
@@ -1066,23 +1132,16 @@ static int add_item(RemountRequest *q, const TrackedMount *t) {
         return 0;
 }
 
-int remount_request(Remounter *r, const char *disk, manager_remount_done_t done, void *userdata) {
-        Manager *m = r->manager;
-        EngineDevice *d;
-        RemountRequest *q;
+int remount_request(Remounter *r, const RemountDisk *disk, remount_done_t done, void *userdata) {
+        const MountTracker *mounts = r->host.mounts;
+        RemountRequest *q = calloc(1, sizeof(RemountRequest));
 
-        if (!device_name_is_valid(disk))
-                return -EINVAL;
-        d = manager_find_device(m, disk);
-        if (!d)
-                return -ENODEV;
-        q = calloc(1, sizeof(RemountRequest));
         if (!q)
                 return -ENOMEM;
         *q = (RemountRequest){ .explicit = true, .done = done, .userdata = userdata };
-        for (size_t i = 0; m->mounts && i < m->mounts->n; i++) {
-                const TrackedMount *t = &m->mounts->mounts[i];
-                if (t->disk && streq(t->disk, d->facts->name) && add_item(q, t) < 0) {
+        for (size_t i = 0; mounts && i < mounts->n; i++) {
+                const TrackedMount *t = &mounts->mounts[i];
+                if (t->disk && streq(t->disk, disk->name) && add_item(q, t) < 0) {
                         request_free(q);
                         return -ENOMEM;
                 }
@@ -1091,24 +1150,23 @@ int remount_request(Remounter *r, const char *disk, manager_remount_done_t done,
 }
 
 void remount_auto(Remounter *r) {
-        Manager *m = r->manager;
+        const MountTracker *mounts = r->host.mounts;
         uint64_t now = now_usec_monotonic();
         RemountRequest *q = NULL;
 
-        if (!m->mounts)
+        if (!mounts)
                 return;
         for (RemountRequest *p = r->queue; p; p = p->next)
                 if (!p->explicit)
                         return; /* one automatic pass at a time; it re-reads what it finds */
-        for (size_t i = 0; i < m->mounts->n; i++) {
-                const TrackedMount *t = &m->mounts->mounts[i];
+        for (size_t i = 0; i < mounts->n; i++) {
+                const TrackedMount *t = &mounts->mounts[i];
                 const RemountNote *n;
-                EngineDevice *d;
+                RemountDisk d;
 
                 if (!t->pending || !t->disk || t->read_only || holder_of(r, t->disk))
                         continue;
-                d = manager_find_device(m, t->disk);
-                if (!d || !d->managed || d->decision.desired < 0)
+                if (r->host.find_disk(r->host.userdata, t->disk, &d) < 0 || !d.managed)
                         continue;
                 n = note_find(r, t->target);
                 if (n && (n->sticky || (n->id == t->id && now < n->until_usec)))
@@ -1165,9 +1223,20 @@ void remount_unmounted_json(const Remounter *r, JsonWriter *w) {
         json_array_end(w);
 }
 
-void remount_annotate(Remounter *r) {
-        MountTracker *t = r->manager->mounts;
+/* Points the tracked mounts of t away from the retired reasons, and frees them. */
+static void retired_free(Remounter *r, MountTracker *t) {
+        for (size_t i = 0; t && i < t->n; i++)
+                for (size_t k = 0; k < r->n_retired; k++)
+                        if (t->mounts[i].reason == r->retired[k])
+                                t->mounts[i].reason = REASON_PENDING;
+        for (size_t k = 0; k < r->n_retired; k++)
+                free(r->retired[k]);
+        r->retired = mfree(r->retired);
+        r->n_retired = 0;
+}
 
+void remount_annotate(Remounter *r, MountTracker *t) {
+        retired_free(r, t);
         for (size_t i = 0; t && i < t->n; i++) {
                 TrackedMount *m = &t->mounts[i];
                 RemountNote *n = m->pending ? note_find(r, m->target) : NULL;
@@ -1213,15 +1282,15 @@ void remount_annotate(Remounter *r) {
 
 /* The cycles an earlier run left in flight: each is replayed first thing. */
 static void load_journals(Remounter *r) {
-        Manager *m = r->manager;
+        const char *runtime_dir = r->host.engine->runtime_dir;
         _cleanup_strv_free_ char **paths = NULL;
-        int k = remount_journal_list(m->engine.runtime_dir, &paths);
+        int k = remount_journal_list(runtime_dir, &paths);
 
         if (k < 0)
                 log_error_errno(k,
                                 "Cannot read the journals of cycles in %s/cycles: %m; a filesystem an "
                                 "interrupted cycle left unmounted stays unmounted",
-                                m->engine.runtime_dir);
+                                runtime_dir);
         STRV_FOREACH (p, paths) {
                 RemountActive *a = calloc(1, sizeof(RemountActive));
                 if (!a)
@@ -1254,12 +1323,11 @@ static void load_journals(Remounter *r) {
                         active_free(a);
                         return (void) log_oom();
                 }
+                /* The disk that has the name now: its replay checks that it is the journal's. */
                 k = open_flag(r, a, NULL);
-                if (k < 0)
-                        log_warning_errno(k,
-                                          "%s: cannot open the flag of %s: %m; it is mounted back with "
-                                          "the flag as it is",
-                                          a->label, a->item.disk);
+                if (k < 0 && k != -ENOENT)
+                        log_warning_errno(k, "%s: cannot open the sysfs directory of %s: %m", a->label,
+                                          a->item.disk);
                 log_warning("%s: found the journal of an interrupted cycle (at stage %s, stable writes %s "
                             "-> %s); "
                             "checking it first.",
@@ -1270,7 +1338,7 @@ static void load_journals(Remounter *r) {
                 schedule(r);
 }
 
-int remount_new(Manager *m, Remounter **ret) {
+int remount_new(const RemountHost *host, Remounter **ret) {
         Remounter *r = calloc(1, sizeof(Remounter));
         const char *hook = getenv("STABLEPAGES_TEST_REMOUNT_FAIL"),
                    *pause = getenv("STABLEPAGES_TEST_REMOUNT_PAUSE");
@@ -1278,8 +1346,8 @@ int remount_new(Manager *m, Remounter **ret) {
 
         if (!r)
                 return -ENOMEM;
-        r->manager = m;
-        k = sd_event_add_defer(m->event, &r->defer, on_defer, r);
+        r->host = *host;
+        k = sd_event_add_defer(host->event, &r->defer, on_defer, r);
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->defer, SD_EVENT_OFF);
         if (k < 0) {
@@ -1293,13 +1361,16 @@ int remount_new(Manager *m, Remounter **ret) {
                         r->test_fail_mounts = n == 5 ? 1 : (unsigned) atoi(p + 6);
                 else if (n == 4 && strneq(p, "scan", 4))
                         r->test_skip_scan = true;
+                else if (n > 8 && strneq(p, "timeout:", 8))
+                        r->test_job_timeout_usec = (uint64_t) MAX(atoi(p + 8), 1) * USEC_PER_SEC;
                 p += n + (p[n] == ',');
         }
         if (hook)
                 log_warning(
                         "STABLEPAGES_TEST_REMOUNT_FAIL=%s (a test hook): the first %u mount attempt(s) of "
-                        "cycles fail%s.",
-                        hook, r->test_fail_mounts, r->test_skip_scan ? ", the process scan is skipped" : "");
+                        "cycles fail%s%s.",
+                        hook, r->test_fail_mounts, r->test_skip_scan ? ", the process scan is skipped" : "",
+                        r->test_job_timeout_usec > 0 ? ", systemd's jobs time out sooner" : "");
         if (!isempty(pause)) {
                 r->test_pause = strdup(pause);
                 if (!r->test_pause) {
@@ -1349,12 +1420,13 @@ Remounter *remount_free(Remounter *r) {
         /* Requesters hear what was done (the rest of their filesystems are not cycled). */
         while (r->queue)
                 complete_request(r, r->queue);
+        /* The tracked mounts are not read after this (the host frees them next). */
         for (size_t i = 0; i < r->n_notes; i++) {
-                reason_unref(r, r->notes[i].reason);
                 free(r->notes[i].target);
                 free(r->notes[i].reason);
         }
         free(r->notes);
+        retired_free(r, NULL);
         free(r->test_pause);
         sd_event_source_disable_unref(r->defer);
         sd_event_source_disable_unref(r->retry);

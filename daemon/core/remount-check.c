@@ -319,6 +319,151 @@ bool remount_options_equal(const char *a, const char *b) {
         return true;
 }
 
+void remount_unit_file_done(RemountUnitFile *u) {
+        free(u->what);
+        free(u->options);
+        free(u->type);
+        *u = (RemountUnitFile){};
+}
+
+/* Sets *dst to value with "%%" undone; 1 (with a reason) for another specifier. */
+static int unit_value(char **dst, const char *key, const char *value, char **ret_reason) {
+        _cleanup_free_ char *v = strdup(value);
+        char *w;
+
+        if (!v)
+                return -ENOMEM;
+        w = v;
+        for (const char *c = value; *c; c++) {
+                if (*c == '%' && c[1] != '%')
+                        return refuse(ret_reason, strdup_printf("its %s=%s uses a specifier (%%%c)", key,
+                                                                value, c[1] ?: ' '));
+                *w++ = *c;
+                c += *c == '%';
+        }
+        *w = '\0';
+        free(*dst);
+        *dst = isempty(v) ? NULL : TAKE_PTR(v);
+        return 0;
+}
+
+int remount_unit_file_parse(const char *text, RemountUnitFile *u, char **ret_reason) {
+        bool in_mount = false;
+        int r = 0;
+
+        *ret_reason = NULL;
+        for (const char *l = text; r == 0 && l && *l;) {
+                _cleanup_free_ char *line = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&line, &size);
+
+                if (!f)
+                        return -ENOMEM;
+                /* A backslash at the end of a line joins the next one, as a space. */
+                for (;;) {
+                        size_t n = strcspn(l, "\n");
+                        bool more = n > 0 && l[n - 1] == '\\' && l[n] == '\n';
+                        fprintf(f, "%.*s%s", (int) (more ? n - 1 : n), l, more ? " " : "");
+                        l += n + (l[n] == '\n');
+                        if (!more || !*l)
+                                break;
+                }
+                if (fclose(f) != 0)
+                        return -ENOMEM;
+                char *s = strstrip(line), *eq;
+                if (*s == '[') {
+                        in_mount = streq(s, "[Mount]");
+                        continue;
+                }
+                if (!in_mount || *s == '#' || *s == ';' || !(eq = strchr(s, '=')))
+                        continue;
+                *eq = '\0';
+                const char *key = strstrip(s), *value = strstrip(eq + 1);
+                if (streq(key, "What"))
+                        r = unit_value(&u->what, key, value, ret_reason);
+                else if (streq(key, "Options"))
+                        r = unit_value(&u->options, key, value, ret_reason);
+                else if (streq(key, "Type"))
+                        r = unit_value(&u->type, key, value, ret_reason);
+        }
+        return r;
+}
+
+/* The flags of the options in optstr that are mount(2) flags (MNT_LINUX_MAP). */
+static unsigned long option_flags(const char *optstr) {
+        unsigned long flags = 0;
+        if (optstr)
+                (void) mnt_optstr_get_flags(optstr, &flags, mnt_get_builtin_optmap(MNT_LINUX_MAP));
+        return flags;
+}
+
+/* The atime mode the kernel gives a mount with these flags: relatime unless told otherwise. */
+static const char *atime_mode(unsigned long flags) {
+        return flags & MS_STRICTATIME ? "strictatime" : flags & MS_NOATIME ? "noatime" : "relatime";
+}
+
+int remount_check_unit_file(const RemountPlan *p, const char *unit, const RemountUnitFile *u,
+                            dev_t what_devnum, char **ret_reason) {
+        static const struct {
+                unsigned long flag;
+                const char *name;
+                bool superblock; /* shown in mountinfo's superblock options */
+        } flags[] = {
+                { MS_RDONLY, "ro", false },
+                { MS_NOSUID, "nosuid", false },
+                { MS_NODEV, "nodev", false },
+                { MS_NOEXEC, "noexec", false },
+                { MS_NODIRATIME, "nodiratime", false },
+                { MS_NOSYMFOLLOW, "nosymfollow", false },
+                { MS_SYNCHRONOUS, "sync", true },
+                { MS_DIRSYNC, "dirsync", true },
+                { MS_LAZYTIME, "lazytime", true },
+                { MS_MANDLOCK, "mand", true },
+        };
+        _cleanup_free_ char *user = NULL, *vfs = NULL, *fs = NULL;
+        char a[32], b[32];
+
+        *ret_reason = NULL;
+        if (!u->what || what_devnum != p->source_devnum)
+                return refuse(
+                        ret_reason,
+                        strdup_printf(
+                                "its unit %s would mount %s%s%s%s, not %s (%s) that is mounted there now",
+                                unit, u->what ?: "nothing (it has no What=)", what_devnum ? " (" : "",
+                                what_devnum ? format_devnum(what_devnum, a) : "", what_devnum ? ")" : "",
+                                p->source, format_devnum(p->source_devnum, b)));
+        if (u->type && !streq(u->type, "auto") && !streq(u->type, p->fstype))
+                return refuse(ret_reason, strdup_printf("its unit %s would mount it as %s, it is %s", unit,
+                                                        u->type, p->fstype));
+        if (mnt_split_optstr(u->options ?: "", &user, &vfs, &fs, 0, 0) < 0)
+                return -ENOMEM;
+        unsigned long want = option_flags(vfs), mount_flags = option_flags(p->vfs_options),
+                      sb_flags = option_flags(p->fs_options);
+        for (size_t i = 0; i < ELEMENTSOF(flags); i++) {
+                bool now = (flags[i].superblock ? sb_flags : mount_flags) & flags[i].flag;
+                if (!!(want & flags[i].flag) != now)
+                        return refuse(
+                                ret_reason,
+                                strdup_printf("its unit %s would mount it %s %s, it is mounted %s it now",
+                                              unit, now ? "without" : "with", flags[i].name,
+                                              now ? "with" : "without"));
+        }
+        if (!streq(atime_mode(want), atime_mode(mount_flags)))
+                return refuse(ret_reason,
+                              strdup_printf("its unit %s would mount it with %s, it is mounted with %s",
+                                            unit, atime_mode(want), atime_mode(mount_flags)));
+        _cleanup_strv_free_ char **given = options_list(fs), **shown = options_list(p->fs_options);
+        STRV_FOREACH (o, given)
+                if (!strv_contains(shown, *o))
+                        return refuse(
+                                ret_reason,
+                                strdup_printf(
+                                        "its unit %s would mount it with %s, which its filesystem does "
+                                        "not show now (%s)",
+                                        unit, *o, p->fs_options));
+        return 0;
+}
+
 size_t remount_propagation_steps(unsigned long recorded, unsigned long now, unsigned long steps[static 3]) {
         const unsigned long mask = MS_SHARED | MS_SLAVE | MS_UNBINDABLE;
         size_t n = 0;

@@ -68,6 +68,29 @@ int remount_check_loop_backing(const char *loop, const char *backing_file, const
  * the unmount, and nothing could be mounted from it again. */
 int remount_check_loop_autoclear(const char *source, int autoclear, char **ret_reason);
 
+/* What a mount unit's files say in [Mount]: What=, Options=, Type= (NULL when not set). */
+typedef struct RemountUnitFile {
+        char *what, *options, *type;
+} RemountUnitFile;
+
+void remount_unit_file_done(RemountUnitFile *u);
+
+/* Reads the text of one file of a mount unit (its fragment, then each drop-in in systemd's
+ * order, each overriding what the earlier ones set; an empty assignment resets) into *u.
+ * Returns 0, 1 with a sentence in *ret_reason when a value uses a specifier other than "%%"
+ * (what systemd would make of it is not evaluated here), or -ENOMEM. */
+int remount_unit_file_parse(const char *text, RemountUnitFile *u, char **ret_reason);
+
+/* Whether starting unit (from the files u says) would mount p again as it is mounted now:
+ * What= must be p's source device (what_devnum: the block device What= resolves to, 0 when
+ * none), Type= unset, "auto" or p's type, and Options= must give the same per-mount flags (ro,
+ * nosuid, nodev, noexec, the atime mode, nodiratime, nosymfollow) and superblock flags (sync,
+ * dirsync, lazytime, mand) as the mount has, and no filesystem option that its superblock does
+ * not show (options the kernel shows beyond those are compared after the mount). The sentence
+ * names the unit and the difference. */
+int remount_check_unit_file(const RemountPlan *p, const char *unit, const RemountUnitFile *u,
+                            dev_t what_devnum, char **ret_reason);
+
 /* The -o string that mounts p again as it was: its per-mount options, then its superblock
  * options without the rw/ro the first part already says. NULL on -ENOMEM. */
 char *remount_plan_options(const RemountPlan *p);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "remount-journal.h"
 #include "util.h"
@@ -17,6 +18,7 @@ DEFINE_STRING_TABLE_LOOKUP(remount_stage, RemountStage);
 
 void remount_journal_done(RemountJournal *j) {
         free(j->disk);
+        free(j->fs_uuid);
         free(j->unit);
         remount_plan_done(&j->plan);
         *j = (RemountJournal){};
@@ -52,6 +54,8 @@ char *remount_journal_format(const RemountJournal *j) {
         fprintf(f, "version=1\n");
         put(f, "target", p->target);
         put(f, "disk", j->disk);
+        fprintf(f, "diskseq=%" PRIu64 "\n", j->diskseq);
+        put(f, "fs_uuid", j->fs_uuid);
         put(f, "source", p->source);
         fprintf(f, "source_devnum=%s\ndevnum=%s\n", format_devnum(p->source_devnum, a),
                 format_devnum(p->devnum, b));
@@ -92,7 +96,7 @@ static int parse_field(RemountJournal *j, const char *key, const char *value) {
         } strings[] = {
                 { "target", &p->target },         { "disk", &j->disk }, { "source", &p->source },
                 { "fstype", &p->fstype },         { "root", &p->root }, { "vfs_options", &p->vfs_options },
-                { "fs_options", &p->fs_options }, { "unit", &j->unit },
+                { "fs_options", &p->fs_options }, { "unit", &j->unit }, { "fs_uuid", &j->fs_uuid },
         };
         for (size_t i = 0; i < ELEMENTSOF(strings); i++)
                 if (streq(key, strings[i].key)) {
@@ -110,16 +114,19 @@ static int parse_field(RemountJournal *j, const char *key, const char *value) {
                 return parse_devnum(value, &j->parent_dev) < 0 ? -EBADMSG : 0;
         if (streq(key, "stage"))
                 return (j->stage = remount_stage_from_string(value)) < 0 ? -EBADMSG : 0;
-        if (streq(key, "parent_ino") || streq(key, "sb_ino")) {
+        if (streq(key, "parent_ino") || streq(key, "sb_ino") || streq(key, "diskseq")) {
                 char *end;
                 errno = 0;
-                unsigned long long ino = strtoull(value, &end, 10);
+                unsigned long long v = strtoull(value, &end, 10);
                 if (errno != 0 || end == value || *end || value[0] == '-')
                         return -EBADMSG;
                 if (streq(key, "sb_ino"))
-                        j->sb_ino = ino;
-                else
-                        j->parent_ino = (ino_t) ino;
+                        j->sb_ino = v;
+                else if (streq(key, "diskseq")) {
+                        j->diskseq = v;
+                        j->identified = true;
+                } else
+                        j->parent_ino = (ino_t) v;
                 return 0;
         }
         if (streq(key, "mount_id"))
@@ -184,6 +191,8 @@ int remount_journal_parse(const char *text, RemountJournal *ret, char **ret_bad)
         }
         if (isempty(j.unit))
                 j.unit = mfree(j.unit);
+        if (isempty(j.fs_uuid))
+                j.fs_uuid = mfree(j.fs_uuid);
         *ret = j;
         return 0;
 }
@@ -220,6 +229,53 @@ int remount_journal_load(const char *path, RemountJournal *ret) {
         if (r < 0)
                 return r;
         return remount_journal_parse(text, ret, NULL);
+}
+
+int remount_journal_set_aside(const char *path, const char *runtime_dir, char **ret_path) {
+        _cleanup_free_ char *dir = strdup_printf("%s/cycles-refused", runtime_dir), *to = NULL,
+                            *lock = strdup_printf("%s.lock", path);
+        const char *name = strrchr(path, '/');
+        int r;
+
+        if (!dir || !lock)
+                return -ENOMEM;
+        r = mkdir_p(dir, 0755);
+        if (r < 0)
+                return r;
+        to = strdup_printf("%s/%s.%" PRIu64, dir, name ? name + 1 : path,
+                           (uint64_t) (now_usec_realtime() / USEC_PER_SEC));
+        if (!to)
+                return -ENOMEM;
+        if (rename(path, to) < 0)
+                return -errno;
+        (void) unlink(lock);
+        *ret_path = TAKE_PTR(to);
+        return 0;
+}
+
+int remount_fs_uuid(const char *udev_data_dir, dev_t devnum, char **ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+
+        *ret = NULL;
+        if (isempty(udev_data_dir) || devnum == 0)
+                return 0;
+        path = strdup_printf("%s/b%u:%u", udev_data_dir, major(devnum), minor(devnum));
+        if (!path)
+                return -ENOMEM;
+        int r = read_full_file(path, 1 << 16, &text, NULL);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        for (const char *l = text; *l;) {
+                size_t n = strcspn(l, "\n");
+                if (n > 13 && strneq(l, "E:ID_FS_UUID=", 13)) {
+                        *ret = strndup(l + 13, n - 13);
+                        return *ret ? 1 : -ENOMEM;
+                }
+                l += n + (l[n] == '\n');
+        }
+        return 0;
 }
 
 int remount_journal_remove(const char *path) {

@@ -7,7 +7,9 @@
  * the middle of a cycle knows at its next start which filesystem it may have left
  * unmounted, and how to mount it again: its source, type, options and place (the mount
  * point's parent directory, by device and inode, so that a path changed meanwhile is not
- * followed), through systemd or by itself, with which stable-writes state.
+ * followed), through systemd or by itself, with which stable-writes state. It also says which
+ * disk and filesystem these were (the disk's diskseq, the filesystem's UUID), so that nothing
+ * is mounted back from, and no flag written to, another disk that took the name meanwhile.
  *
  * Each file holds "key=value" lines; values are escaped as in mountinfo (\040 for a space,
  * \012 for a newline, \134 for a backslash). Next to it, NAME.lock is held (flock) by the
@@ -41,6 +43,11 @@ RemountStage remount_stage_from_string(const char *s);
 
 typedef struct RemountJournal {
         char *disk;             /* the disk the filesystem is on (its flag is held) */
+        uint64_t diskseq;       /* that disk's diskseq when the cycle began; 0: the kernel gives none */
+        char *fs_uuid;          /* the filesystem's UUID (ID_FS_UUID of its source device in the
+                                 * udev database), NULL when unknown */
+        bool identified;        /* diskseq= was read (or is to be written): false for a journal
+                                 * of an earlier version, which says nothing of the disk's identity */
         RemountPlan plan;       /* the mount as it was: source, type, options, place */
         dev_t parent_dev;       /* the mount point's parent directory, as pinned before the */
         ino_t parent_ino;       /* unmount: the path must still lead to it */
@@ -77,6 +84,16 @@ int remount_journal_save(const char *path, const RemountJournal *j);
 
 /* Reads the journal at path. Returns 0, -ENOENT, -EBADMSG (malformed) or -errno. */
 int remount_journal_load(const char *path, RemountJournal *ret);
+
+/* Moves the journal at path to DIR/cycles-refused/NAME.SECONDS (the realtime clock), out of
+ * the way of replays, for the administrator; removes its lock file. Returns 0 with the new
+ * path in *ret_path, or -errno. */
+int remount_journal_set_aside(const char *path, const char *runtime_dir, char **ret_path);
+
+/* The filesystem UUID of block device devnum as the udev database under udev_data_dir knows
+ * it (E:ID_FS_UUID=). Returns 1 with it in *ret, 0 when unknown (no entry, no UUID, no
+ * database: *ret NULL), or -ENOMEM. */
+int remount_fs_uuid(const char *udev_data_dir, dev_t devnum, char **ret);
 
 /* Removes the journal at path and its lock file. Returns 0 or -errno. */
 int remount_journal_remove(const char *path);

@@ -124,3 +124,20 @@ rm_step_to() {
 }
 # The journal files of cycles in flight.
 rm_journals() { find "$SP_RUNTIME/cycles" -maxdepth 1 -type f ! -name '*.lock' -printf '%f\n' 2>/dev/null; }
+# rm_kill_at STEP DISK: asks for a cycle of DISK (apply --remount, its output in
+# $SP_TMP/apply.out), lets it go on to STEP (rm_pause_setup) and kills it there with its
+# daemon, both frozen first (killed one after the other, the daemon could see its cycle die
+# and mount it back before its own SIGKILL lands). SP_PID is empty afterwards.
+rm_kill_at() {
+        local apid
+        rm_pause_open
+        "$RM_CTL" --no-pager apply "$2" --remount >"$SP_TMP/apply.out" 2>&1 7<&- &
+        apid=$!
+        rm_step_to "$1"
+        rm_pause_close
+        kill -STOP "$SP_PID" "$RM_CHILD"
+        kill -9 "$RM_CHILD" "$SP_PID"
+        wait $apid || true
+        wait "$SP_PID" 2>/dev/null || true
+        SP_PID=
+}

@@ -12,7 +12,10 @@
 #   2. mount:3: both mounts of the cycle fail: the filesystem is left unmounted, reported
 #      loudly ("NOT MOUNTED", signal, error log), its disk keeps the old flag, and the
 #      daemon retries with backoff (1 s, 2 s) until the mount works (the 4th attempt): it
-#      is mounted again with the old state, files intact.
+#      is mounted again with the old state, files intact;
+#   3. mount:2, and the first retry cannot even start its process (the daemon's open file
+#      limit lowered with prlimit: pipe2() fails): the filesystem stays listed unmounted with
+#      that reason (the Unmounted property), and the next retry, the limit back, mounts it.
 #
 # Usage: test-remount-fail.sh [STABLEPAGESD [STABLEPAGESCTL]]   (root; exit 77 = skipped)
 source "$(dirname "$0")/lib.sh"
@@ -92,4 +95,33 @@ rm_verify "$dir"
 sp_wait_for 2000 "effective on (old state)" sp_state_is "$(rm_fsq "$dir") | .effective" on >/dev/null
 sp_wait_for 2000 "the disk released: the policy's flag again" sp_flag_is "$l" 0 >/dev/null
 sp_log "left unmounted: retried with backoff and mounted again with the old state, files intact"
+
+# 3. A retry whose process cannot start: its reason says so (its old reason was freed and then
+#    copied: a use after free).
+sp_daemon_stop
+SP_DAEMON_ENV="$SP_DAEMON_ENV STABLEPAGES_TEST_REMOUNT_FAIL=mount:2" sp_daemon_start
+rm_wait_bus
+sp_wait_for 2000 "pending again" sp_state_is "$(rm_fsq "$dir") | .pending" true >/dev/null
+# The lowest file descriptor the daemon has free: its limit there, the next pipe fails.
+lowest_free() {
+        local used fd=0
+        used=" $(ls "/proc/$SP_PID/fd" | tr '\n' ' ') "
+        while [[ $used == *" $fd "* ]]; do fd=$((fd + 1)); done
+        echo "$fd"
+}
+hard=$(prlimit --pid "$SP_PID" --nofile --output HARD --noheadings | tr -d ' ')
+rc=0
+off=$(sp_lines "$SP_TMP/daemon.log")
+out=$("$RM_CTL" --no-pager apply "$l" --remount 2>&1) || rc=$?
+prlimit --pid "$SP_PID" --nofile="$(lowest_free):$hard" || sp_fail "cannot lower the daemon's open file limit"
+grep -q "NOT MOUNTED: .*retrying in 1 s" <<<"$out" || sp_fail "apply: $out"
+sp_wait_for 5000 "a retry that cannot start" sp_log_has_since "$off" "mnt-fail .* is NOT MOUNTED and its replay cannot start: Too many open files" >/dev/null
+unmounted=$(busctl --system --json=short get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager Unmounted)
+prlimit --pid "$SP_PID" --nofile="$hard:$hard"
+sp_log "Unmounted: $unmounted"
+[ "$(jq -r '.data[0][2]' <<<"$unmounted")" = "its replay cannot start: Too many open files" ] ||
+        sp_fail "the reason of the retry that could not start is not said: $unmounted"
+sp_wait_for 10000 "$dir mounted again by the next retry" rm_is_mounted "$dir" >/dev/null
+rm_verify "$dir"
+sp_log "a retry that could not start: said so, and the next one mounted it"
 sp_log "remount failures: ok"

@@ -6,8 +6,12 @@
 #   - one has a file held open by a process; one has a directory bind-mounted elsewhere;
 #     one has a submount; one is listed in NeverRemount=;
 # each stays mounted (the same mount, by its unique id), is reported pending with the
-# reason it was not cycled, and a RemountFinished signal says so. Then, asking explicitly:
-#   - a process with its working directory there, then one with a file mapped, are named;
+# reason it was not cycled, and a RemountFinished signal says so. What is published to every
+# user (the pending reason in devices.json, ListFilesystems, the signal) says "busy" and the
+# kind of use, never which process or file (another user's business): only the daemon's log
+# and the requester's own reply name them. Then, asking explicitly:
+#   - a process with its working directory there, then one with a file mapped, are named in
+#     the reply;
 #   - "/" is refused without being touched (its disk is not even managed here, so nothing is
 #     written: the daemon only says it never unmounts "/");
 #   - with the process scan disabled (test hook STABLEPAGES_TEST_REMOUNT_FAIL=scan) the
@@ -87,7 +91,7 @@ StableWrites=off
 sp_dropin 50-off.conf "$dropin"
 sp_daemon_reload
 declare -A WHY=(
-        [open]="not cycled: PID $OPEN_PID (sleep) has a file open on it: $SP_TMP/mnt-open/data/big"
+        [open]="not cycled: busy: a process has a file open on it (the daemon's log names it)"
         [bind]="not cycled: its directory /data is bind-mounted on $SP_TMP/bind-of-data"
         [sub]="not cycled: it has a submount on $SP_TMP/mnt-sub/data/below"
         [never]="not cycled: $SP_TMP/mnt-never is listed in NeverRemount="
@@ -102,8 +106,16 @@ for k in "${kinds[@]}"; do
         [ "$(rm_unique_id "$dir")" = "${UID0[$k]}" ] || sp_fail "mnt-$k was unmounted"
         sp_log "mnt-$k: still mounted, pending: $(sp_state "$(rm_fsq "$dir") | .reason")"
 done
-sp_log_has_since 0 "mnt-open .*not cycled: PID $OPEN_PID \\(sleep\\) has a file open" ||
-        sp_fail "the refusal was not logged"
+sp_log_has_since 0 "mnt-open .*not cycled: busy: PID $OPEN_PID \\(sleep\\) has a file open on it: $SP_TMP/mnt-open/data/big" ||
+        sp_fail "the refusal was not logged with the process and the file"
+# Published: no process, no path (devices.json is world-readable; ListFilesystems and the
+# signal are open to every local user).
+leak() { grep -E "PID $OPEN_PID|\\(sleep\\)|mnt-open/data" "$@"; }
+if leak "$SP_RUNTIME/devices.json" || leak "$SP_TMP/monitor.log" ||
+        busctl --system call org.stablepages1 /org/stablepages1 org.stablepages1.Manager ListFilesystems | leak; then
+        sp_fail "a published reason names the process or the file that keeps mnt-open busy"
+fi
+sp_log "published: $(grep -F "mnt-open on ${LOOP[open]}: FAILED" "$SP_TMP/monitor.log" | head -n1)"
 
 # 2. Explicit requests: the reply names the user.
 apply_expect() { # DISK REGEX: apply --remount fails (exit 1) and says REGEX
@@ -113,12 +125,12 @@ apply_expect() { # DISK REGEX: apply --remount fails (exit 1) and says REGEX
         grep -Eq -- "$2" <<<"$out" || sp_fail "apply $1 --remount does not say '$2': $out"
         sp_log "apply $1 --remount -> $(grep -E -- "$2" <<<"$out")"
 }
-apply_expect "${LOOP[open]}" "mnt-open \\(ext4 on ${LOOP[open]}\\): not cycled: PID $OPEN_PID \\(sleep\\) has a file open on it"
+apply_expect "${LOOP[open]}" "mnt-open \\(ext4 on ${LOOP[open]}\\): not cycled: busy: PID $OPEN_PID \\(sleep\\) has a file open on it"
 stop_user "$OPEN_PID"
 start_user cwd bash -c 'cd "$1" && exec sleep 600' - "$SP_TMP/mnt-open/data/sub"
 CWD_PID=$USER_PID
 sp_wait_for 2000 "the cwd user" sh -c "readlink /proc/$CWD_PID/cwd | grep -q mnt-open" >/dev/null
-apply_expect "${LOOP[open]}" "not cycled: PID $CWD_PID \\(sleep\\) has its working directory on it"
+apply_expect "${LOOP[open]}" "not cycled: busy: PID $CWD_PID \\(sleep\\) has its working directory on it"
 stop_user "$CWD_PID"
 # A mapping without a file descriptor (Python's mmap module keeps one: call mmap(2) itself).
 start_user map python3 -c 'import ctypes, os, sys, time
@@ -128,8 +140,13 @@ fd = os.open(sys.argv[1], os.O_RDONLY)
 assert libc.mmap(None, 4096, 1, 1, fd, 0) not in (None, ctypes.c_void_p(-1).value)  # PROT_READ, MAP_SHARED
 os.close(fd); time.sleep(600)' "$SP_TMP/mnt-open/data/big"
 MAP_PID=$USER_PID
-sp_wait_for 3000 "the mapping" grep -q "mnt-open/data/big" "/proc/$MAP_PID/maps" >/dev/null
-apply_expect "${LOOP[open]}" "not cycled: PID $MAP_PID \\(python3\\) has a file mapped from it: $SP_TMP/mnt-open/data/big"
+sp_wait_for 10000 "the mapping" grep -q "mnt-open/data/big" "/proc/$MAP_PID/maps" >/dev/null
+apply_expect "${LOOP[open]}" "not cycled: busy: PID $MAP_PID \\(python3\\) has a file mapped from it: $SP_TMP/mnt-open/data/big"
+# The signals of these requests (every user receives them) said "busy" only.
+grep -F "mnt-open on ${LOOP[open]}: FAILED" "$SP_TMP/monitor.log" | grep -E "PID|sleep|python3|mnt-open/data" &&
+        sp_fail "a RemountFinished signal names the process or the file"
+grep -qF "not cycled: busy: a process has a file mapped from it (the daemon's log names it)" "$SP_TMP/monitor.log" ||
+        sp_fail "no RemountFinished signal says busy with a file mapped"
 apply_expect "${LOOP[bind]}" "not cycled: its directory /data is bind-mounted"
 apply_expect "${LOOP[sub]}" "not cycled: it has a submount"
 apply_expect "${LOOP[never]}" "listed in NeverRemount="
