@@ -886,27 +886,24 @@ static int check_identity(Cycle *c) {
 
 /* Writes want (the flag of the state to mount with) through flag.h. Returns the flag the disk
  * has now in *ret_flag: want, or the flag as it stays when the write was refused (the
- * interlock, or the test hook: the sentence in *ret_kept). Returns 0, or 1 with the report
- * filled (the disk is another one: stale; the write failed). */
-static int set_mount_flag(Cycle *c, int want, const char *so_far, int *ret_flag, char **ret_kept) {
+ * interlock) or failed (the sentence in *ret_kept). Returns 0, or 1 with the report filled
+ * (the disk is another one: stale). */
+static int set_mount_flag(Cycle *c, int want, int *ret_flag, char **ret_kept) {
         _cleanup_free_ char *why = NULL;
         int r = write_flag(c, want, &why);
 
         *ret_flag = want;
-        if (r == -EPERM) {
-                /* Refused: the flag was not want (flag_write_at() returns 0 when it is). */
-                *ret_flag = !want;
-                *ret_kept =
-                        strdup_printf("stable writes stay %s: %s", want ? "off" : "on", why ?: "refused");
-                return *ret_kept ? 0 : (report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1);
-        }
         if (r == -ESTALE || r == -ENODEV)
                 return report_stale(c->rep, "%s", why ?: strerror(-r));
-        if (r < 0 && r != -EBADF)
-                return report(c->rep, REMOUNT_UNMOUNTED, -r,
-                              "%s%scannot write the flag %d (%s), so it was not mounted again", so_far,
-                              *so_far ? "; " : "", want, why ?: strerror(-r)),
-                       1;
+        if (r < 0 && r != -EBADF) {
+                /* Refused by the interlock, or the write failed: the flag was not want
+                 * (flag_write_at() returns 0 when it is) and stays as it is. The flag never makes
+                 * a mount fail: mount it with that rather than leave it unmounted. */
+                *ret_flag = !want;
+                *ret_kept =
+                        strdup_printf("stable writes stay %s: %s", want ? "off" : "on", why ?: strerror(-r));
+                return *ret_kept ? 0 : (report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1);
+        }
         return 0;
 }
 
@@ -952,7 +949,7 @@ static void mount_back(Cycle *c, const char *before) {
                                              "%s%snot mounting it again: %s; not retrying", so_far,
                                              *so_far ? "; " : "", reason);
                 }
-                if (check_identity(c) != 0 || set_mount_flag(c, want, so_far, &flag, &kept_now) != 0)
+                if (check_identity(c) != 0 || set_mount_flag(c, want, &flag, &kept_now) != 0)
                         return;
                 if (kept_now) {
                         char *s = join3(so_far, kept_now, NULL);
@@ -1001,10 +998,8 @@ static void mount_back(Cycle *c, const char *before) {
                 rep->error = -r;
                 /* 8. The old state, unless the interlock keeps stable writes on: then the new one
                  * once more (never the old 0 on a disk that needs stable writes). */
-                _cleanup_free_ char *refused = NULL, *failed = join3(before, first_failure, kept);
-                if (!failed)
-                        return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
-                if (set_mount_flag(c, j->old_flag, failed, &flag, &refused) != 0)
+                _cleanup_free_ char *refused = NULL;
+                if (set_mount_flag(c, j->old_flag, &flag, &refused) != 0)
                         return;
                 if (flag != j->old_flag) {
                         last = true;
