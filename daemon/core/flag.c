@@ -182,7 +182,9 @@ int flag_write_at(int disk_fd, const char *runtime_dir, const FlagWrite *w, int 
                                           strerror(-r)));
         }
         r = read_at(disk_fd, FLAG_ATTR, &now);
-        if ((r < 0 || now != w->value) && check_identity(disk_fd, w, NULL, NULL) < 0)
+        /* Gone after the write: del_gendisk() removes queue/'s attributes before "dev". */
+        if (r == -ENOENT || r == -ENODEV ||
+            ((r < 0 || now != w->value) && check_identity(disk_fd, w, NULL, NULL) < 0))
                 return fail(ret_reason, -ENODEV,
                             strdup_printf("%s: the disk was removed while being applied", w->disk));
         if (r < 0 || now != w->value)

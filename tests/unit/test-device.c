@@ -264,13 +264,14 @@ static void replace_action(const char *path, void *userdata) {
                 CHECK(unlink(path) == 0);
         else if (streq(how, "remove-flag-after-write")) {
                 /* The write went through; the disk is being removed before the read back:
-                 * its flag is gone, its queue/ and diskseq not yet (del_gendisk's order). */
-                if (fault_hits() == 2)
+                 * its flag is gone, its queue/ and diskseq not yet (del_gendisk's order). The
+                 * flag is opened to be read, to be written, then to be read back (flag.c). */
+                if (fault_hits() == 3)
                         CHECK(unlink(path) == 0);
         } else if (streq(how, "reuse-name-after-write")) {
                 /* The write went through; another loop1 took the name before the read back:
                  * its own flag (0) and diskseq. */
-                if (fault_hits() == 2) {
+                if (fault_hits() == 3) {
                         tree_rm(root, "block/loop1");
                         make_loop("loop1", 1, "0\n");
                         tree_put(root, "block/loop1/diskseq", "43\n");
@@ -319,7 +320,7 @@ static int apply_case(void *userdata) {
                 fault_arm_open("/block/loop1/queue/stable_writes", replace_action, (void *) c->replace);
         r = engine_apply(&e, d1, &res);
         if (c->error || c->swallow || c->replace)
-                CHECK(fault_hits() >= (c->replace && strstr(c->replace, "-after-write") ? 2u : 1u));
+                CHECK(fault_hits() >= (c->replace && strstr(c->replace, "-after-write") ? 3u : 1u));
         fault_disarm();
         if (r != c->ret)
                 fprintf(stderr, "apply case \"%s\": %d (%s)\n", c->name, r, res.message);
