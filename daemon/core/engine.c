@@ -325,9 +325,24 @@ static void engine_keep_history(DeviceFacts *f, FlagHistory *h) {
 /* Fills what f's history says (history.h): the flag the kernel declared and whether that was
  * seen at the disk's add, and whether the flag moved without the project since the last record.
  * With record, the disk's first sight and such a move are recorded. */
+/* Whether f's flag now is what the kernel set at its add: f is the disk whose add this run
+ * handles, or a hidden path of it (an NVMe multipath head's paths get no uevent of their own:
+ * they are set up before the head is added, and without a device node only root's sysfs
+ * writes could have changed their flag since). */
+static bool engine_at_add(const Engine *e, const DeviceFacts *f) {
+        const DeviceFacts *added;
+
+        if (!e->added_disk)
+                return false;
+        if (streq(e->added_disk, f->name))
+                return true;
+        added = f->hidden ? device_table_find(&e->table, e->added_disk) : NULL;
+        return added && strv_contains(added->nvme_paths, f->name);
+}
+
 static void engine_read_history(const Engine *e, DeviceFacts *f, bool record) {
         _cleanup_(history_done) FlagHistory h = {};
-        bool at_add = e->added_disk && streq(e->added_disk, f->name);
+        bool at_add = engine_at_add(e, f);
         int r;
 
         f->moved_from = ATTR_ABSENT;

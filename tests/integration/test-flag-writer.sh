@@ -96,8 +96,13 @@ out=$(fspd apply "$path" 2>&1) || sp_fail "apply with no history: $out"
 [ "$(cat "$fake/sys/block/$path/queue/stable_writes")" = 1 ] || sp_fail "unknown was not turned on"
 sp_log "nvme-tcp, no history, reading 0 -> unknown (not none), turned on"
 
+# The path disk is hidden: it gets no uevent of its own; the add of its multipath head records
+# its flag as the kernel's too.
 cp -a "$SRC/tests/fixtures/vm-6.12-nvme-tcp/sys/." "$fake/sys/"
 rm -rf "$SP_TMP/fake-run"
-out=$(fspd apply --action=add "$path" 2>&1) || sp_fail "apply at the add of $path without digest: $out"
+out=$(fspd apply --action=add nvme0n1 2>&1) || sp_fail "apply at the add of the head nvme0n1 without digest: $out"
+grep -q "^first=0 add " "$SP_TMP/fake-run/history/$path" ||
+        sp_fail "the add of the head did not record its path's flag as the kernel's: $(cat "$SP_TMP/fake-run/history/$path" 2>&1)"
 [ "$(need_of "$path")" = none ] || sp_fail "no digest, 0 at its add: need $(need_of "$path"), want none"
-sp_log "nvme-tcp without digest, 0 recorded at its add -> none"
+[ "$(need_of nvme0n1)" = none ] || sp_fail "no digest: the head's need $(need_of nvme0n1), want none"
+sp_log "nvme-tcp without digest: the head's add records its hidden path's 0 -> none"
