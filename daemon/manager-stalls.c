@@ -13,6 +13,7 @@
 static void device_stalls_done(DeviceStalls *s) {
         stall_window_done(&s->window);
         free(s->reason);
+        mirror_watch_free(s->mirror);
 }
 
 void manager_stalls_done(Manager *m) {
@@ -27,7 +28,11 @@ void manager_stalls_done(Manager *m) {
 
 /* No waits of the disk devnum, as the probe's mode would report them. */
 static StallStats stall_stats_empty(const Manager *m, dev_t devnum) {
-        return (StallStats){ .devnum = devnum, .has_durations = manager_stall_mode(m) == STALL_PROBE_BPF };
+        bool bpf = manager_stall_mode(m) == STALL_PROBE_BPF;
+        return (StallStats){ .devnum = devnum,
+                             .has_durations = bpf,
+                             .has_shadows = bpf && stall_probe_shadows(m->probe),
+                             .has_direct = bpf && stall_probe_direct(m->probe) };
 }
 
 static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
@@ -44,6 +49,10 @@ static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
                                          .total = stall_stats_empty(m, devnum),
                                          .last = stall_stats_empty(m, devnum) };
         return &l[m->n_stalls++];
+}
+
+DeviceStalls *manager_stalls_find(Manager *m, dev_t devnum, bool create) {
+        return stalls_find(m, devnum, create);
 }
 
 /* Takes the probe's counters of every disk with waits into the windows; now is CLOCK_BOOTTIME
@@ -117,7 +126,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
         _cleanup_(adapt_decision_done) AdaptDecision dec = {};
         DeviceStalls *s = stalls_find(m, d->facts->devnum, true);
         StallStats win = stall_stats_empty(m, d->facts->devnum);
-        uint64_t p99 = 0;
+        uint64_t p99 = 0, shadow_p99 = 0;
         int r;
 
         if (!s)
@@ -126,6 +135,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                 win = stall_stats_empty(m, d->facts->devnum);
         s->last = win;
         (void) stall_stats_percentile(&win, 0.99, &p99);
+        (void) stall_stats_shadow_percentile(&win, 0.99, &shadow_p99);
 
         AdaptInput in = {
                 .name = name,
@@ -141,6 +151,12 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                 .count = win.count,
                 .p99_usec = p99,
                 .max_usec = win.max_usec,
+                .shadows_measured = win.has_shadows,
+                .shadows_reason = manager_stall_reason(m),
+                .shadow_count = win.shadow_count,
+                .shadow_p99_usec = shadow_p99,
+                .shadow_max_usec = win.shadow_max_usec,
+                .held_on = manager_mirror_held_on(m, d),
                 .window_usec = c->stall_window_usec,
                 .budget_usec = c->stall_budget_usec,
                 .calm_usec = c->stall_calm_usec,
@@ -260,6 +276,10 @@ static void manager_poll_stalls(Manager *m) {
                 log_warning_errno(r, "Cannot read the stall probe: %m");
         manager_log_stall_losses(m);
         m->stall_poll_usec = now_boot;
+        r = manager_mirrors_poll(m);
+        if (r < 0)
+                return;
+        changed = r > 0;
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 r = manager_adapt_device(m, manager_device(m, i), now, now_boot);
                 if (r < 0) {

@@ -145,29 +145,49 @@ static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, c
         return 0;
 }
 
+/* "p99 wait 12.5 ms over the last 3 s (40 waits, max 20.1 ms)", of the real or the shadow waits,
+ * with the verdict against the budget (over: exceeds it). */
+static char *figures_format(const AdaptInput *in, bool shadow, bool over) {
+        char p99[32], max[32], window[32], budget[32];
+        uint64_t count = shadow ? in->shadow_count : in->count;
+        const char *what = shadow ? "shadow " : "";
+
+        format_usec(shadow ? in->shadow_p99_usec : in->p99_usec, p99);
+        format_usec(shadow ? in->shadow_max_usec : in->max_usec, max);
+        format_usec(in->window_usec, window);
+        format_usec(in->budget_usec, budget);
+        if (count == 0)
+                return strdup_printf("no %sstable-pages waits in the last %s (budget %s)", what, window,
+                                     budget);
+        if (count < in->min_waits)
+                return strdup_printf("%sp99 wait %s over the last %s (%" PRIu64 " %swaits, max %s): too few "
+                                     "waits to judge (StallMinWaits=%" PRIu64 ")",
+                                     what, p99, window, count, what, max, in->min_waits);
+        return strdup_printf("%sp99 wait %s over the last %s (%" PRIu64 " %swaits, max %s) %s "
+                             "StallBudgetMSec=%s",
+                             what, p99, window, count, what, max, over ? "exceeds" : "is within", budget);
+}
+
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
-        char p99[32], max[32], window[32], budget[32], calm[32], ago[32];
-        bool over = in->measured && in->count > 0 && in->count >= in->min_waits &&
-                    in->p99_usec > in->budget_usec;
+        char budget[32], calm[32], ago[32];
+        bool over_real = in->measured && in->count > 0 && in->count >= in->min_waits &&
+                         in->p99_usec > in->budget_usec;
+        bool over_shadow = in->measured && in->shadows_measured && in->shadow_count > 0 &&
+                           in->shadow_count >= in->min_waits && in->shadow_p99_usec > in->budget_usec;
+        bool over = over_real || over_shadow;
+        /* The side whose figures speak: the one over the budget, else the one the learned state
+         * measures (shadows while off), else the one with waits. */
+        bool shadow = over_shadow || (!over_real && in->shadows_measured &&
+                                      (in->learned == LEARNED_OFF ? in->count == 0 || in->shadow_count > 0
+                                                                  : in->count == 0 && in->shadow_count > 0));
         _cleanup_free_ char *figures = NULL;
 
-        format_usec(in->p99_usec, p99);
-        format_usec(in->max_usec, max);
-        format_usec(in->window_usec, window);
         format_usec(in->budget_usec, budget);
         format_usec(in->calm_usec, calm);
         if (!in->measured)
                 figures = strdup_printf("stall durations are not measured");
-        else if (in->count == 0)
-                figures = strdup_printf("no stable-pages waits in the last %s (budget %s)", window, budget);
-        else if (in->count < in->min_waits)
-                figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s): too few "
-                                        "waits to judge (StallMinWaits=%" PRIu64 ")",
-                                        p99, window, in->count, max, in->min_waits);
         else
-                figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s) %s "
-                                        "StallBudgetMSec=%s",
-                                        p99, window, in->count, max, over ? "exceeds" : "is within", budget);
+                figures = figures_format(in, shadow, over);
         if (!figures)
                 return -ENOMEM;
 
@@ -184,6 +204,9 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                 return adapt(ret, in->learned, false, false,
                              strdup_printf("%s: keeping what was learned (%s)", figures,
                                            learned_to_string(in->learned) ?: "nothing"));
+        if (in->held_on)
+                return adapt(ret, in->learned, false, over,
+                             strdup_printf("%s; stable writes stay on: %s", figures, in->held_on));
 
         bool held = in->last_change_usec > 0 && in->now_usec < in->last_change_usec + in->calm_usec;
         format_usec(in->now_usec > in->last_change_usec ? in->now_usec - in->last_change_usec : 0, ago);
@@ -199,7 +222,13 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                 return adapt(ret, LEARNED_OFF, true, true, strdup_printf("%s: stable writes off", figures));
         }
 
-        /* Learned off: back on after calm_usec without a window over the budget. */
+        /* Learned off: on again after calm_usec without a window over the budget, shadow waits
+         * included; a probe that cannot see them cannot see a calm either. */
+        if (!in->shadows_measured)
+                return adapt(ret, LEARNED_OFF, false, over,
+                             strdup_printf("%s; shadow waits (what stable writes would cost now) are not "
+                                           "measured (%s): keeping stable writes off as learned",
+                                           figures, in->shadows_reason ?: "no reason"));
         if (over)
                 return adapt(ret, LEARNED_OFF, false, true,
                              strdup_printf("%s; stays off until no window exceeds it for StallCalmSec=%s",
@@ -212,8 +241,8 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                              strdup_printf("%s; off until calm for StallCalmSec=%s (calm for %s)", figures,
                                            calm, calm_for));
         return adapt(ret, LEARNED_ON, true, false,
-                     strdup_printf("no window over StallBudgetMSec=%s for %s (StallCalmSec=%s): stable "
-                                   "writes on again",
+                     strdup_printf("no window over StallBudgetMSec=%s for %s (StallCalmSec=%s), shadow "
+                                   "waits included: stable writes on again",
                                    budget, calm_for, calm));
 }
 
