@@ -423,6 +423,39 @@ int manager_reset_stalls(Manager *m, const char *name) {
         return manager_write_dump(m);
 }
 
+int manager_device_cost(Manager *m, const EngineDevice *d, char **ret_on, char **ret_off) {
+        StallStats window = stall_stats_empty(m, d->facts->devnum);
+        const char *reason = NULL;
+        MirrorFigures fig = {};
+        uint64_t p99 = 0, shadow_p99 = 0;
+        bool measured = manager_device_stalls(m, d, NULL, &window, &reason) >= 0 && window.has_durations;
+        bool mirror = manager_mirror_figures(m, d, &fig, NULL) >= 0;
+
+        (void) stall_stats_percentile(&window, 0.99, &p99);
+        (void) stall_stats_shadow_percentile(&window, 0.99, &shadow_p99);
+        CostInput in = {
+                .name = d->facts->name,
+                .need = d->class.need,
+                .need_reason = d->class.reasons ? d->class.reasons[0] : NULL,
+                .in_force = d->class.in_force,
+                .measured = measured,
+                .unmeasured = manager_stall_reason(m),
+                .window_usec = m->engine.config.stall_window_usec,
+                .count = window.count,
+                .p99_usec = p99,
+                .shadows_measured = window.has_shadows,
+                .shadow_count = window.shadow_count,
+                .shadow_p99_usec = shadow_p99,
+                .mirror = mirror,
+                .shadow_pages = fig.shadow_pages,
+                .mismatch_cnt = fig.mismatch_cnt,
+                .checked = fig.check_usec > 0,
+                .direct_known = window.has_direct,
+                .direct_writes = window.direct_count,
+        };
+        return policy_cost(&in, ret_on, ret_off);
+}
+
 void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w) {
         StallStats total, window;
         StallReport report = {
@@ -438,4 +471,36 @@ void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w
         report.losses_known = manager_stall_losses(m, &report.lost, &report.lost_comms) >= 0;
         json_key(w, "stalls");
         stall_report_json(&report, w);
+
+        _cleanup_free_ char *on = NULL, *off = NULL;
+        json_key(w, "cost");
+        if (manager_device_cost(m, d, &on, &off) < 0)
+                json_null(w);
+        else {
+                json_object_begin(w);
+                json_member_string(w, "on", on);
+                json_member_string(w, "off", off);
+                json_object_end(w);
+        }
+
+        MirrorFigures fig;
+        const char *last = NULL;
+        json_key(w, "mirror");
+        if (manager_mirror_figures(m, d, &fig, &last) < 0)
+                json_null(w);
+        else {
+                json_object_begin(w);
+                json_member_uint(w, "shadow_pages", fig.shadow_pages);
+                json_member_uint(w, "direct_writes", fig.direct_writes);
+                json_key(w, "mismatch_cnt");
+                if (fig.check_usec > 0)
+                        json_uint(w, fig.mismatch_cnt);
+                else
+                        json_null(w);
+                json_member_uint(w, "check_usec", fig.check_usec);
+                json_member_bool(w, "diverged", fig.diverged);
+                json_key(w, "last_check");
+                json_string(w, last);
+                json_object_end(w);
+        }
 }

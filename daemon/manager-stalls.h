@@ -42,3 +42,7 @@ const char *manager_mirror_held_on(Manager *m, const EngineDevice *d);
 /* d's mirror figures and the last check's sentence (NULL before one). Returns 0, or -ENODATA
  * when d is no mirror watched. */
 int manager_mirror_figures(Manager *m, const EngineDevice *d, MirrorFigures *ret, const char **ret_last);
+
+/* What turning stable writes on and off would cost d (policy_cost()), from its last window and
+ * its mirror's figures. Returns 0 or -ENOMEM. */
+int manager_device_cost(Manager *m, const EngineDevice *d, char **ret_on, char **ret_off);

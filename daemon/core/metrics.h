@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "classify.h"
+#include "mirror.h"
 #include "policy.h"
 #include "stalls.h"
 
@@ -22,8 +23,9 @@ typedef struct MetricsDevice {
         Need need;
         unsigned pending; /* mounts that did not capture the desired state yet */
         Learned learned;
-        const StallStats *stalls; /* NULL when nothing measures */
-        bool over_budget;         /* the last window's p99 exceeded the budget (with durations only) */
+        const StallStats *stalls;    /* NULL when nothing measures */
+        bool over_budget;            /* the last window's p99 exceeded the budget (with durations only) */
+        const MirrorFigures *mirror; /* an md mirror's checks (mirror.h), NULL for other disks */
 } MetricsDevice;
 
 typedef struct MetricsProbe {

@@ -250,3 +250,64 @@ void adapt_decision_done(AdaptDecision *d) {
         free(d->reason);
         *d = (AdaptDecision){};
 }
+
+int policy_cost(const CostInput *in, char **ret_on, char **ret_off) {
+        char window[32], p99[32];
+        _cleanup_free_ char *on = NULL, *off = NULL, *direct = NULL, *risk = NULL;
+
+        format_usec(in->window_usec, window);
+        if (!in->measured)
+                on = strdup_printf("not measured (%s)", in->unmeasured ?: "no probe");
+        else if (in->in_force)
+                on = in->count == 0
+                             ? strdup_printf("they are on: no writer waited in the last %s", window)
+                             : strdup_printf("they are on: writers waited, p99 %s over the last %s (%" PRIu64
+                                             " waits)",
+                                             format_usec(in->p99_usec, p99), window, in->count);
+        else if (!in->shadows_measured)
+                on = strdup_printf("not measured: shadow waits (what writers would wait) need the BPF probe "
+                                   "on a kernel with the tracepoints writeback:writeback_dirty_folio and "
+                                   "writeback:sb_clear_inode_writeback");
+        else
+                on = in->shadow_count == 0
+                             ? strdup_printf("writers would not have waited: no page was written under "
+                                             "writeback in the last %s",
+                                             window)
+                             : strdup_printf("writers would wait: shadow p99 %s over the last %s (%" PRIu64
+                                             " pages written under writeback)",
+                                             format_usec(in->shadow_p99_usec, p99), window,
+                                             in->shadow_count);
+        if (!on)
+                return -ENOMEM;
+
+        if (in->direct_known && in->direct_writes > 0 &&
+            !(direct = strdup_printf("; %" PRIu64 " O_DIRECT writes in the last %s, whose buffers no flag "
+                                     "protects",
+                                     in->direct_writes, window)))
+                return -ENOMEM;
+        if (in->mirror &&
+            !(risk = strdup_printf("the mirror's legs may differ wherever a page is written under writeback "
+                                   "(%" PRIu64 " pages since the last check; %s)",
+                                   in->shadow_pages,
+                                   in->checked ? (in->mismatch_cnt > 0 ? "its mismatch_cnt is not 0"
+                                                                       : "its mismatch_cnt was 0")
+                                               : "no check seen yet")))
+                return -ENOMEM;
+        if (need_is_protected(in->need))
+                off = strdup_printf("refused without force: need is %s (%s)", need_to_string(in->need),
+                                    in->need_reason ?: "no reason");
+        else if (in->need == NEED_RECOMMENDED)
+                off = strdup_printf(
+                        "%s%s%s", in->in_force ? "writers stop waiting; " : "they are off: ",
+                        risk ?: "consistency, not correctness: nothing that fails reads the page twice",
+                        direct ?: "");
+        else
+                off = strdup_printf(
+                        "%snothing reads the page twice%s",
+                        in->in_force ? "writers stop waiting; " : "they are off: ", direct ?: "");
+        if (!off)
+                return -ENOMEM;
+        *ret_on = TAKE_PTR(on);
+        *ret_off = TAKE_PTR(off);
+        return 0;
+}

@@ -111,6 +111,32 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret);
 
 void adapt_decision_done(AdaptDecision *d);
 
+/* What explain answers for one disk: what turning stable writes on, and off, would cost, from
+ * the figures of the last window. */
+typedef struct CostInput {
+        const char *name;
+        Need need;
+        const char *need_reason;
+        bool in_force;          /* stable writes are in force on the disk now */
+        bool measured;          /* the probe measures durations */
+        const char *unmeasured; /* why not, when not */
+        uint64_t window_usec;
+        uint64_t count, p99_usec;               /* real waits in the window */
+        bool shadows_measured;                  /* shadow waits are measured */
+        uint64_t shadow_count, shadow_p99_usec; /* shadow waits in the window */
+        bool mirror;                            /* an md raid1/raid10: the figures below */
+        uint64_t shadow_pages;                  /* since the last check */
+        uint64_t mismatch_cnt;                  /* the last check's */
+        bool checked;                           /* a check was seen */
+        bool direct_known;                      /* O_DIRECT writes are counted */
+        uint64_t direct_writes;                 /* in the window */
+} CostInput;
+
+/* Two sentences: what stable writes on costs (*ret_on: the writers' waits, real while they are in
+ * force, shadow while they are not) and what off costs (*ret_off: what the data risks, or why
+ * it is not possible). Pure. Returns 0 or -ENOMEM. */
+int policy_cost(const CostInput *in, char **ret_on, char **ret_off);
+
 /* "off", "on" or NULL (LEARNED_NONE). */
 const char *learned_to_string(Learned l);
 

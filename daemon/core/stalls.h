@@ -264,7 +264,10 @@ typedef struct StallReport {
 
 /* Writes r as a JSON object: mode, measured, durations; when measured window_usec, total and
  * window (count; with durations sum_usec, max_usec, p50_usec, p99_usec and, in total only,
- * hist; classified, sync_count, other_count, comms); reason, probe_lost, probe_lost_comms. */
+ * hist; shadows_measured, shadow_count (null when not measured) and with it shadow_sum_usec,
+ * shadow_max_usec, shadow_p50_usec, shadow_p99_usec and, in total only, shadow_hist;
+ * direct_count (null when not counted); classified, sync_count, other_count, comms); reason,
+ * probe_lost, probe_lost_comms. */
 void stall_report_json(const StallReport *r, JsonWriter *w);
 
 #endif /* __bpf__ */
