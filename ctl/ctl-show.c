@@ -462,13 +462,15 @@ static int explain_local(const char *name) {
 /* What explain shows of a disk: its Device properties, from one GetDeviceProperties call. */
 typedef struct DeviceView {
         char *name, *need, *kind, *devnum, *desired, *source, *decision, *setting;
-        char *stall_reason, *learned, *learned_reason;
+        char *stall_reason, *learned, *learned_reason, *cost_on, *cost_off;
         char *override_scope, *override_binding, *override_source, *stable_id;
         char **reasons;
-        char **mounts; /* one line each */
+        char **mounts;                     /* one line each */
+        char **off_targets, **off_fstypes; /* the mounts running without stable writes */
         DeviceConsumers consumers;
-        int flag, in_force, measured;
+        int flag, in_force, measured, shadows;
         uint64_t count, p99, max, wcount, since, diskseq;
+        uint64_t shadow_count, shadow_p99, wshadow_count, direct; /* shadow waits, O_DIRECT writes */
 } DeviceView;
 
 static void device_view_done(DeviceView *v) {
@@ -483,6 +485,8 @@ static void device_view_done(DeviceView *v) {
         free(v->stall_reason);
         free(v->learned);
         free(v->learned_reason);
+        free(v->cost_on);
+        free(v->cost_off);
         free(v->override_scope);
         free(v->override_binding);
         free(v->override_source);
@@ -533,6 +537,13 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 F("StallP99USec", 't', p99),
                 F("StallMaxUSec", 't', max),
                 F("StallWindowCount", 't', wcount),
+                F("StallShadowMeasured", 'b', shadows),
+                F("StallShadowCount", 't', shadow_count),
+                F("StallShadowP99USec", 't', shadow_p99),
+                F("StallWindowShadowCount", 't', wshadow_count),
+                F("StallDirectWrites", 't', direct),
+                F("CostOn", 's', cost_on),
+                F("CostOff", 's', cost_off),
                 F("LearnedUSec", 't', since),
                 F("OverrideScope", 's', override_scope),
                 F("OverrideBinding", 's', override_binding),
@@ -624,8 +635,20 @@ static void explain_stalls(const DeviceView *v) {
                 printf("  %-9s%" PRIu64 " waits since the probe started, p99 <= %s, max %s; %" PRIu64
                        " in the window\n",
                        "stalls:", v->count, format_usec(v->p99, a), format_usec(v->max, b), v->wcount);
+        if (v->measured && v->shadows && v->shadow_p99 != STALL_UNMEASURED_USEC)
+                printf("  %-9s%" PRIu64 " shadow waits since the probe started, shadow p99 <= %s; %" PRIu64
+                       " in the window\n",
+                       "shadows:", v->shadow_count, format_usec(v->shadow_p99, a), v->wshadow_count);
+        else if (v->measured)
+                printf("  %-9snot measured by this probe\n", "shadows:");
+        if (v->measured && v->direct != STALL_UNMEASURED_USEC && v->direct > 0)
+                printf("  %-9s%" PRIu64 " O_DIRECT writes since the probe started\n", "direct:", v->direct);
         if (v->measured && !isempty(v->stall_reason))
                 printf("  %-9s%s\n", "cost:", v->stall_reason);
+        if (v->cost_on)
+                printf("  %-9s%s\n", "on:", v->cost_on);
+        if (v->cost_off)
+                printf("  %-9s%s\n", "off:", v->cost_off);
         if (!isempty(v->learned)) {
                 char when[64] = "?";
                 time_t t = (time_t) (v->since / USEC_PER_SEC);

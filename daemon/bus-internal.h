@@ -10,6 +10,7 @@
 
 #include "bus-polkit.h"
 #include "bus.h"
+#include "mirror.h"
 #include "stalls.h"
 #include "utf8.h"
 
@@ -20,7 +21,11 @@ typedef struct StallFigures {
         bool durations; /* ... and measures how long each wait lasts */
         StallStats total, window;
         uint64_t p50_usec, p99_usec, window_p99_usec;
-        char *reason; /* why not measured, or what limits the figures; "" when nothing does */
+        uint64_t shadow_p99_usec, window_shadow_p99_usec; /* STALL_UNMEASURED_USEC without shadows */
+        char *reason;             /* why not measured, or what limits the figures; "" when nothing does */
+        char *cost_on, *cost_off; /* what turning stable writes on and off would cost */
+        bool mirror;              /* an md mirror whose figures are in fig */
+        MirrorFigures fig;
 } StallFigures;
 
 struct BusService {

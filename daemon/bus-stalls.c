@@ -5,6 +5,7 @@
 
 #include "bus-api.h"
 #include "bus-internal.h"
+#include "manager-stalls.h"
 #include "util.h"
 
 /* The q-quantile of the waits of s: 0 without waits, STALL_UNMEASURED_USEC when durations are
@@ -15,8 +16,17 @@ uint64_t stall_percentile(const StallStats *s, double q) {
         return r == -ENODATA ? 0 : r < 0 ? STALL_UNMEASURED_USEC : usec;
 }
 
+/* The q-quantile of the shadow waits of s, as stall_percentile(). */
+static uint64_t shadow_percentile(const StallStats *s, double q) {
+        uint64_t usec;
+        int r = stall_stats_shadow_percentile(s, q, &usec);
+        return r == -ENODATA ? 0 : r < 0 ? STALL_UNMEASURED_USEC : usec;
+}
+
 void stall_figures_done(StallFigures *f) {
         f->reason = mfree(f->reason);
+        f->cost_on = mfree(f->cost_on);
+        f->cost_off = mfree(f->cost_off);
 }
 
 /* Reads the stall figures of d once, for every figure a request reports. */
@@ -35,8 +45,14 @@ int stall_figures_compute(Manager *m, const EngineDevice *d, StallFigures *ret) 
         }
         if (ret->measured)
                 ret->window_p99_usec = stall_percentile(&ret->window, 0.99);
+        ret->shadow_p99_usec = ret->measured ? shadow_percentile(&ret->total, 0.99) : STALL_UNMEASURED_USEC;
+        ret->window_shadow_p99_usec =
+                ret->measured ? shadow_percentile(&ret->window, 0.99) : STALL_UNMEASURED_USEC;
+        ret->mirror = manager_mirror_figures(m, d, &ret->fig, NULL) >= 0;
         ret->reason = strdup(ret->measured ? reason ?: "" : manager_stall_reason(m));
-        return ret->reason ? 0 : -ENOMEM;
+        if (!ret->reason)
+                return -ENOMEM;
+        return manager_device_cost(m, d, &ret->cost_on, &ret->cost_off);
 }
 
 int method_get_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error) {

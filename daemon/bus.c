@@ -279,6 +279,25 @@ DEFINE_DEVICE_STALL_PROPERTY(stall_p99_usec, "t", f->p99_usec);
 DEFINE_DEVICE_STALL_PROPERTY(stall_max_usec, "t", f->durations ? f->total.max_usec : STALL_UNMEASURED_USEC);
 DEFINE_DEVICE_STALL_PROPERTY(stall_window_count, "t", f->measured ? f->window.count : STALL_UNMEASURED_USEC);
 DEFINE_DEVICE_STALL_PROPERTY(stall_window_p99_usec, "t", f->window_p99_usec);
+DEFINE_DEVICE_STALL_PROPERTY(stall_shadow_measured, "b", f->measured && f->total.has_shadows);
+DEFINE_DEVICE_STALL_PROPERTY(stall_shadow_count, "t",
+                             f->measured && f->total.has_shadows ? f->total.shadow_count
+                                                                 : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(stall_shadow_p99_usec, "t", f->shadow_p99_usec);
+DEFINE_DEVICE_STALL_PROPERTY(stall_window_shadow_count, "t",
+                             f->measured && f->window.has_shadows ? f->window.shadow_count
+                                                                  : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(stall_window_shadow_p99_usec, "t", f->window_shadow_p99_usec);
+DEFINE_DEVICE_STALL_PROPERTY(stall_direct_writes, "t",
+                             f->measured && f->total.has_direct ? f->total.direct_count
+                                                                : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(mirror_shadow_pages, "t",
+                             f->mirror ? f->fig.shadow_pages : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(mirror_mismatch_count, "t",
+                             f->mirror && f->fig.check_usec > 0 ? f->fig.mismatch_cnt
+                                                                : STALL_UNMEASURED_USEC);
+DEFINE_DEVICE_STALL_PROPERTY(mirror_check_usec, "t", f->mirror ? f->fig.check_usec : UINT64_C(0));
+DEFINE_DEVICE_STALL_PROPERTY(mirror_diverged, "b", f->mirror && f->fig.diverged);
 
 static int property_get_reasons(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -346,6 +365,14 @@ static int property_get_stall_reason(sd_bus *bus, const char *path, const char *
         return r < 0 ? r : append_string_escaped(reply, f->reason);
 }
 
+static int property_get_cost(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const StallFigures *f;
+        int r = device_stall_figures(bus, userdata, &f);
+        return r < 0 ? r
+                     : append_string_escaped(reply, streq(property, "CostOn") ? f->cost_on : f->cost_off);
+}
+
 #define DEVICE_PROPERTY(name, sig, getter)                                                                  \
         SD_BUS_PROPERTY(name, sig, property_get_##getter, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
 
@@ -386,5 +413,18 @@ const sd_bus_vtable device_vtable[] = {
         STALL_PROPERTY("StallWindowCount", "t", stall_window_count),
         STALL_PROPERTY("StallWindowP99USec", "t", stall_window_p99_usec),
         STALL_PROPERTY("StallReason", "s", stall_reason),
+        /* Shadow waits: what stable writes would cost while they are off (not waits that happened). */
+        STALL_PROPERTY("StallShadowMeasured", "b", stall_shadow_measured),
+        STALL_PROPERTY("StallShadowCount", "t", stall_shadow_count),
+        STALL_PROPERTY("StallShadowP99USec", "t", stall_shadow_p99_usec),
+        STALL_PROPERTY("StallWindowShadowCount", "t", stall_window_shadow_count),
+        STALL_PROPERTY("StallWindowShadowP99USec", "t", stall_window_shadow_p99_usec),
+        STALL_PROPERTY("StallDirectWrites", "t", stall_direct_writes),
+        STALL_PROPERTY("CostOn", "s", cost),
+        STALL_PROPERTY("CostOff", "s", cost),
+        STALL_PROPERTY("MirrorShadowPages", "t", mirror_shadow_pages),
+        STALL_PROPERTY("MirrorMismatchCount", "t", mirror_mismatch_count),
+        STALL_PROPERTY("MirrorCheckUSec", "t", mirror_check_usec),
+        STALL_PROPERTY("MirrorDiverged", "b", mirror_diverged),
         SD_BUS_VTABLE_END,
 };

@@ -9,13 +9,14 @@ static int manager_write_metrics(Manager *m) {
         const char *path = m->engine.config.metrics_file;
         _cleanup_free_ MetricsDevice *devs = calloc(manager_n_devices(m) + 1, sizeof(MetricsDevice));
         _cleanup_free_ StallStats *stats = calloc(manager_n_devices(m) + 1, sizeof(StallStats));
+        _cleanup_free_ MirrorFigures *mirrors = calloc(manager_n_devices(m) + 1, sizeof(MirrorFigures));
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         FILE *f;
 
         if (!path)
                 return 0;
-        if (!devs || !stats)
+        if (!devs || !stats || !mirrors)
                 return -ENOMEM;
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 EngineDevice *d = manager_device(m, i);
@@ -32,6 +33,8 @@ static int manager_write_metrics(Manager *m) {
                 if (manager_device_stalls(m, d, &stats[i], NULL, NULL) >= 0)
                         devs[i].stalls = &stats[i];
                 devs[i].over_budget = manager_device_over_budget(m, d);
+                if (manager_mirror_figures(m, d, &mirrors[i], NULL) >= 0)
+                        devs[i].mirror = &mirrors[i];
         }
         uint64_t lost_waits = 0, lost_comms = 0;
         (void) manager_stall_losses(m, &lost_waits, &lost_comms);

@@ -13,6 +13,7 @@
 static void device_stalls_done(DeviceStalls *s) {
         stall_window_done(&s->window);
         free(s->reason);
+        mirror_watch_free(s->mirror);
 }
 
 void manager_stalls_done(Manager *m) {
@@ -27,7 +28,11 @@ void manager_stalls_done(Manager *m) {
 
 /* No waits of the disk devnum, as the probe's mode would report them. */
 static StallStats stall_stats_empty(const Manager *m, dev_t devnum) {
-        return (StallStats){ .devnum = devnum, .has_durations = manager_stall_mode(m) == STALL_PROBE_BPF };
+        bool bpf = manager_stall_mode(m) == STALL_PROBE_BPF;
+        return (StallStats){ .devnum = devnum,
+                             .has_durations = bpf,
+                             .has_shadows = bpf && stall_probe_shadows(m->probe),
+                             .has_direct = bpf && stall_probe_direct(m->probe) };
 }
 
 static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
@@ -44,6 +49,10 @@ static DeviceStalls *stalls_find(Manager *m, dev_t devnum, bool create) {
                                          .total = stall_stats_empty(m, devnum),
                                          .last = stall_stats_empty(m, devnum) };
         return &l[m->n_stalls++];
+}
+
+DeviceStalls *manager_stalls_find(Manager *m, dev_t devnum, bool create) {
+        return stalls_find(m, devnum, create);
 }
 
 /* Takes the probe's counters of every disk with waits into the windows; now is CLOCK_BOOTTIME
@@ -117,7 +126,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
         _cleanup_(adapt_decision_done) AdaptDecision dec = {};
         DeviceStalls *s = stalls_find(m, d->facts->devnum, true);
         StallStats win = stall_stats_empty(m, d->facts->devnum);
-        uint64_t p99 = 0;
+        uint64_t p99 = 0, shadow_p99 = 0;
         int r;
 
         if (!s)
@@ -126,6 +135,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                 win = stall_stats_empty(m, d->facts->devnum);
         s->last = win;
         (void) stall_stats_percentile(&win, 0.99, &p99);
+        (void) stall_stats_shadow_percentile(&win, 0.99, &shadow_p99);
 
         AdaptInput in = {
                 .name = name,
@@ -141,6 +151,12 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                 .count = win.count,
                 .p99_usec = p99,
                 .max_usec = win.max_usec,
+                .shadows_measured = win.has_shadows,
+                .shadows_reason = manager_stall_reason(m),
+                .shadow_count = win.shadow_count,
+                .shadow_p99_usec = shadow_p99,
+                .shadow_max_usec = win.shadow_max_usec,
+                .held_on = manager_mirror_held_on(m, d),
                 .window_usec = c->stall_window_usec,
                 .budget_usec = c->stall_budget_usec,
                 .calm_usec = c->stall_calm_usec,
@@ -260,6 +276,10 @@ static void manager_poll_stalls(Manager *m) {
                 log_warning_errno(r, "Cannot read the stall probe: %m");
         manager_log_stall_losses(m);
         m->stall_poll_usec = now_boot;
+        r = manager_mirrors_poll(m);
+        if (r < 0)
+                return;
+        changed = r > 0;
         for (size_t i = 0; i < manager_n_devices(m); i++) {
                 r = manager_adapt_device(m, manager_device(m, i), now, now_boot);
                 if (r < 0) {
@@ -403,6 +423,39 @@ int manager_reset_stalls(Manager *m, const char *name) {
         return manager_write_dump(m);
 }
 
+int manager_device_cost(Manager *m, const EngineDevice *d, char **ret_on, char **ret_off) {
+        StallStats window = stall_stats_empty(m, d->facts->devnum);
+        const char *reason = NULL;
+        MirrorFigures fig = {};
+        uint64_t p99 = 0, shadow_p99 = 0;
+        bool measured = manager_device_stalls(m, d, NULL, &window, &reason) >= 0 && window.has_durations;
+        bool mirror = manager_mirror_figures(m, d, &fig, NULL) >= 0;
+
+        (void) stall_stats_percentile(&window, 0.99, &p99);
+        (void) stall_stats_shadow_percentile(&window, 0.99, &shadow_p99);
+        CostInput in = {
+                .name = d->facts->name,
+                .need = d->class.need,
+                .need_reason = d->class.reasons ? d->class.reasons[0] : NULL,
+                .in_force = d->class.in_force,
+                .measured = measured,
+                .unmeasured = manager_stall_reason(m),
+                .window_usec = m->engine.config.stall_window_usec,
+                .count = window.count,
+                .p99_usec = p99,
+                .shadows_measured = window.has_shadows,
+                .shadow_count = window.shadow_count,
+                .shadow_p99_usec = shadow_p99,
+                .mirror = mirror,
+                .shadow_pages = fig.shadow_pages,
+                .mismatch_cnt = fig.mismatch_cnt,
+                .checked = fig.check_usec > 0,
+                .direct_known = window.has_direct,
+                .direct_writes = window.direct_count,
+        };
+        return policy_cost(&in, ret_on, ret_off);
+}
+
 void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w) {
         StallStats total, window;
         StallReport report = {
@@ -418,4 +471,36 @@ void manager_device_stalls_json(Manager *m, const EngineDevice *d, JsonWriter *w
         report.losses_known = manager_stall_losses(m, &report.lost, &report.lost_comms) >= 0;
         json_key(w, "stalls");
         stall_report_json(&report, w);
+
+        _cleanup_free_ char *on = NULL, *off = NULL;
+        json_key(w, "cost");
+        if (manager_device_cost(m, d, &on, &off) < 0)
+                json_null(w);
+        else {
+                json_object_begin(w);
+                json_member_string(w, "on", on);
+                json_member_string(w, "off", off);
+                json_object_end(w);
+        }
+
+        MirrorFigures fig;
+        const char *last = NULL;
+        json_key(w, "mirror");
+        if (manager_mirror_figures(m, d, &fig, &last) < 0)
+                json_null(w);
+        else {
+                json_object_begin(w);
+                json_member_uint(w, "shadow_pages", fig.shadow_pages);
+                json_member_uint(w, "direct_writes", fig.direct_writes);
+                json_key(w, "mismatch_cnt");
+                if (fig.check_usec > 0)
+                        json_uint(w, fig.mismatch_cnt);
+                else
+                        json_null(w);
+                json_member_uint(w, "check_usec", fig.check_usec);
+                json_member_bool(w, "diverged", fig.diverged);
+                json_key(w, "last_check");
+                json_string(w, last);
+                json_object_end(w);
+        }
 }

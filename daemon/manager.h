@@ -68,6 +68,8 @@ typedef struct DeviceSnapshot {
         char **hazards;     /* the consumers' hazards logged, to log each one once */
 } DeviceSnapshot;
 
+typedef struct MirrorWatch MirrorWatch; /* manager-mirror.c */
+
 /* The stall figures of one disk (by devnum, as the probe keys them). */
 typedef struct DeviceStalls {
         dev_t devnum;
@@ -78,6 +80,7 @@ typedef struct DeviceStalls {
         bool over;               /* the last window was over the budget */
         char *reason;            /* policy_adapt()'s sentence at the last poll */
         bool unkeyed_logged;     /* said that nothing is learned for a disk without a key */
+        MirrorWatch *mirror;     /* an md raid1/raid10: its checks and what could diverge */
 } DeviceStalls;
 
 struct Manager {

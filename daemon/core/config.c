@@ -531,6 +531,7 @@ static const ConfigItem config_items[] = {
         USEC_ITEM("StallWindowSec", stall_window_usec, 1, 86400, 300, USEC_PER_SEC, "seconds"),
         USEC_ITEM("StallCalmSec", stall_calm_usec, 0, 604800, 1800, USEC_PER_SEC, "seconds"),
         USEC_ITEM("StallMinWaits", stall_min_waits, 1, 1000000, 10, 1, "waits"),
+        USEC_ITEM("MirrorCheckSec", mirror_check_usec, 0, 31536000, 0, USEC_PER_SEC, "seconds"),
         { SECTION_MANAGER, "MetricsFile", parse_file_path, offsetof(Config, metrics_file) },
         USEC_ITEM("MetricsIntervalSec", metrics_interval_usec, 1, 3600, 15, USEC_PER_SEC, "seconds"),
         { SECTION_MANAGER, "NeverRemount", parse_path_list, offsetof(Config, never_remount), .list = true },

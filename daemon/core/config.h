@@ -73,6 +73,7 @@ typedef struct Config {
         uint64_t stall_window_usec;     /* StallWindowSec=, default 300 s */
         uint64_t stall_calm_usec;       /* StallCalmSec=, default 1800 s */
         uint64_t stall_min_waits;       /* StallMinWaits=, default 10 */
+        uint64_t mirror_check_usec;     /* MirrorCheckSec=, default 0: never start an md check */
         char *metrics_file;             /* MetricsFile=, NULL = off */
         uint64_t metrics_interval_usec; /* MetricsIntervalSec=, default 15 s */
         char **never_remount;           /* NeverRemount=, paths never cycled */

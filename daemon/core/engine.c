@@ -275,7 +275,7 @@ static int engine_decide(Engine *e, EngineDevice *d) {
                 return r;
         _cleanup_free_ char *summary = NULL;
         d->learned = l ? l->learned : LEARNED_NONE;
-        if (l) {
+        if (l && l->learned != LEARNED_NONE) { /* else a mirror's figures only */
                 char when[64];
                 time_t t = (time_t) (l->since_usec / USEC_PER_SEC);
                 struct tm tm;

@@ -115,6 +115,8 @@ int learned_set(LearnedRecords *r, const LearnedRecord *rec) {
                                .p99_usec = rec->p99_usec,
                                .count = rec->count,
                                .budget_usec = rec->budget_usec,
+                               .has_mirror = rec->has_mirror,
+                               .mirror = rec->mirror,
                                .key = field_dup(rec->key),
                                .disk = field_dup(rec->disk),
                                .reason = field_dup(rec->reason) };
@@ -139,36 +141,56 @@ int learned_set(LearnedRecords *r, const LearnedRecord *rec) {
         return 0;
 }
 
+#define LEARNED_FIELDS 8
+#define MIRROR_FIELDS 6
+
 /* Parses one line; returns 0, -EBADMSG or -ENOMEM. */
 static int parse_line(char *line, LearnedRecord *ret) {
-        char *f[8];
+        char *f[LEARNED_FIELDS + MIRROR_FIELDS];
         size_t n = 0;
 
-        for (char *p = line; n < 8; n++) {
+        for (char *p = line; p && n < ELEMENTSOF(f); n++) {
                 f[n] = p;
-                char *tab = n < 7 ? strchr(p, '\t') : NULL;
-                if (n < 7 && !tab)
-                        return -EBADMSG;
-                if (tab) {
-                        *tab = '\0';
-                        p = tab + 1;
-                }
+                p = strchr(p, '\t');
+                if (p)
+                        *p++ = '\0';
         }
-        long long since, p99, count, budget;
-        if (isempty(f[0]) || !device_name_is_valid(f[1]) || (!streq(f[2], "off") && !streq(f[2], "on")) ||
+        if (n != LEARNED_FIELDS && n != LEARNED_FIELDS + MIRROR_FIELDS)
+                return -EBADMSG;
+        long long since, p99, count, budget, m[MIRROR_FIELDS - 1] = {};
+        if (isempty(f[0]) || !device_name_is_valid(f[1]) ||
+            (!streq(f[2], "off") && !streq(f[2], "on") && !streq(f[2], "none")) ||
             parse_int_range(f[3], 0, INT64_MAX, &since) < 0 ||
             parse_int_range(f[4], 0, INT64_MAX, &p99) < 0 ||
             parse_int_range(f[5], 0, INT64_MAX, &count) < 0 ||
             parse_int_range(f[6], 0, INT64_MAX, &budget) < 0)
                 return -EBADMSG;
+        if (n > LEARNED_FIELDS) {
+                if (!streq(f[LEARNED_FIELDS], "mirror"))
+                        return -EBADMSG;
+                for (size_t i = 0; i < MIRROR_FIELDS - 1; i++)
+                        if (parse_int_range(f[LEARNED_FIELDS + 1 + i], 0, INT64_MAX, &m[i]) < 0)
+                                return -EBADMSG;
+                if (m[4] > 1)
+                        return -EBADMSG;
+        } else if (streq(f[2], "none"))
+                return -EBADMSG;
         *ret = (LearnedRecord){ .key = f[0],
                                 .disk = f[1],
-                                .learned = streq(f[2], "off") ? LEARNED_OFF : LEARNED_ON,
+                                .learned = streq(f[2], "off")  ? LEARNED_OFF
+                                           : streq(f[2], "on") ? LEARNED_ON
+                                                               : LEARNED_NONE,
                                 .since_usec = (uint64_t) since,
                                 .p99_usec = (uint64_t) p99,
                                 .count = (uint64_t) count,
                                 .budget_usec = (uint64_t) budget,
-                                .reason = f[7] };
+                                .reason = f[7],
+                                .has_mirror = n > LEARNED_FIELDS,
+                                .mirror = { .shadow_pages = (uint64_t) m[0],
+                                            .direct_writes = (uint64_t) m[1],
+                                            .mismatch_cnt = (uint64_t) m[2],
+                                            .check_usec = (uint64_t) m[3],
+                                            .diverged = m[4] == 1 } };
         return 0;
 }
 
@@ -257,14 +279,21 @@ int learned_save(const char *dir, const LearnedRecords *r) {
         f = open_memstream(&buf, &size);
         if (!f)
                 return -ENOMEM;
-        fputs("# Written by stablepagesd: what Policy=balanced learned from measured stalls.\n"
-              "# key\tdisk\tstate\tsince_usec\tp99_usec\twaits\tbudget_usec\treason\n",
+        fputs("# Written by stablepagesd: what Policy=balanced learned from measured stalls, and the\n"
+              "# figures of mirrors.\n"
+              "# key\tdisk\tstate\tsince_usec\tp99_usec\twaits\tbudget_usec\treason"
+              "[\tmirror\tshadow_pages\tdirect_writes\tmismatch_cnt\tcheck_usec\tdiverged]\n",
               f);
         for (size_t i = 0; i < r->n; i++) {
                 const LearnedRecord *rec = &r->items[i];
-                fprintf(f, "%s\t%s\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\n", rec->key,
-                        rec->disk, learned_to_string(rec->learned) ?: "on", rec->since_usec, rec->p99_usec,
+                fprintf(f, "%s\t%s\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s", rec->key,
+                        rec->disk, learned_to_string(rec->learned) ?: "none", rec->since_usec, rec->p99_usec,
                         rec->count, rec->budget_usec, rec->reason ?: "");
+                if (rec->has_mirror)
+                        fprintf(f, "\tmirror\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%d",
+                                rec->mirror.shadow_pages, rec->mirror.direct_writes,
+                                rec->mirror.mismatch_cnt, rec->mirror.check_usec, rec->mirror.diverged);
+                fputc('\n', f);
         }
         if (fclose(f) != 0)
                 return -ENOMEM;

@@ -5,7 +5,11 @@
  * STATE_DIR/learned (/var/lib/stablepages; a parameter for tests), written atomically so that
  * the one-shot udev applier at the next boot sets the learned state before the filesystem is
  * mounted. One line per disk, tab-separated:
- *   <key> <disk> <off|on> <since usec, CLOCK_REALTIME> <p99 usec> <waits> <budget usec> <reason>
+ *   <key> <disk> <off|on|none> <since usec, CLOCK_REALTIME> <p99 usec> <waits> <budget usec> <reason>
+ * and, for a mirror (mirror.h), six more fields:
+ *   mirror <shadow pages> <O_DIRECT writes> <mismatch_cnt> <check usec> <diverged 0|1>
+ * ("none": nothing learned from stalls, only the mirror's figures). A reason holds no tab, so an
+ * earlier version reads such a line as its eight fields, with the mirror's in the reason.
  * The key names the disk, never its kernel name (sdb may be another disk after the next boot or
  * replug): "<label>:<value>" of the first identity of identity.h that names the disk itself and
  * no other present disk shares ("wwn:<ID_WWN_WITH_EXTENSION or ID_WWN>", "serial:<ID_SERIAL>",
@@ -18,17 +22,20 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "mirror.h"
 #include "policy.h"
 
 typedef struct LearnedRecord {
         char *key;
         char *disk;          /* the kernel name when it was learned */
-        Learned learned;     /* LEARNED_OFF or LEARNED_ON */
+        Learned learned;     /* LEARNED_OFF, LEARNED_ON, or LEARNED_NONE (a mirror's figures only) */
         uint64_t since_usec; /* CLOCK_REALTIME when it was learned */
         uint64_t p99_usec;   /* the window's figures that decided it */
         uint64_t count;
         uint64_t budget_usec;
         char *reason;
+        bool has_mirror; /* mirror holds the figures of a mirror */
+        MirrorFigures mirror;
 } LearnedRecord;
 
 typedef struct LearnedRecords {

@@ -16,6 +16,71 @@ static void seconds(FILE *f, uint64_t usec) {
         fprintf(f, "%" PRIu64 ".%06" PRIu64, usec / 1000000, usec % 1000000);
 }
 
+/* The shadow waits (what stable writes would cost where they are off) of the disks that had
+ * some, and the O_DIRECT writes counted. */
+static void metrics_write_shadows(FILE *f, const MetricsDevice *devs, size_t n) {
+        family(f, "stall_shadow_wait_seconds", "histogram",
+               "Shadow waits: pages written under writeback without stable writes, each from then until "
+               "its file's writeback ended: how long writers would have waited with stable writes (BPF "
+               "probe with the writeback tracepoints only), since the probe started.");
+        for (size_t i = 0; i < n; i++) {
+                const StallStats *s = devs[i].stalls;
+                uint64_t cumulative = 0;
+
+                if (!s || !s->has_shadows || s->shadow_count == 0)
+                        continue;
+                for (unsigned b = 0; b + 1 < STALL_HIST_BUCKETS; b++) {
+                        cumulative += s->shadow_hist[b];
+                        fprintf(f, PREFIX "stall_shadow_wait_seconds_bucket{device=\"%s\",le=\"",
+                                devs[i].name);
+                        seconds(f, stall_hist_bucket_upper_usec(b));
+                        fprintf(f, "\"} %" PRIu64 "\n", cumulative);
+                }
+                fprintf(f,
+                        PREFIX "stall_shadow_wait_seconds_bucket{device=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
+                        devs[i].name, s->shadow_count);
+                fprintf(f, PREFIX "stall_shadow_wait_seconds_sum{device=\"%s\"} ", devs[i].name);
+                seconds(f, s->shadow_sum_usec);
+                fprintf(f, "\n" PREFIX "stall_shadow_wait_seconds_count{device=\"%s\"} %" PRIu64 "\n",
+                        devs[i].name, s->shadow_count);
+        }
+
+        family(f, "direct_writes_total", "counter",
+               "O_DIRECT writes since the probe started (kernels with the tracepoint iomap_dio_rw_begin): "
+               "on a mirror, a writer that changes its buffer in flight makes the legs differ whatever "
+               "stable writes say.");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].stalls && devs[i].stalls->has_direct)
+                        fprintf(f, PREFIX "direct_writes_total{device=\"%s\"} %" PRIu64 "\n", devs[i].name,
+                                devs[i].stalls->direct_count);
+}
+
+/* The md mirrors' checks and what could diverge since the last one. */
+static void metrics_write_mirrors(FILE *f, const MetricsDevice *devs, size_t n) {
+        family(f, "mirror_mismatch_sectors", "gauge",
+               "md/mismatch_cnt after the last check of the mirror (absent before one was seen).");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].mirror && devs[i].mirror->check_usec > 0)
+                        fprintf(f, PREFIX "mirror_mismatch_sectors{device=\"%s\"} %" PRIu64 "\n",
+                                devs[i].name, devs[i].mirror->mismatch_cnt);
+
+        family(f, "mirror_shadow_pages", "gauge",
+               "Pages of the mirror written under writeback while stable writes were off, since its last "
+               "check: pages whose legs may differ.");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].mirror)
+                        fprintf(f, PREFIX "mirror_shadow_pages{device=\"%s\"} %" PRIu64 "\n", devs[i].name,
+                                devs[i].mirror->shadow_pages);
+
+        family(f, "mirror_diverged", "gauge",
+               "1 when a check found the mirror's mismatch count grown while stable writes were off "
+               "(stable writes turned on for it), else 0.");
+        for (size_t i = 0; i < n; i++)
+                if (devs[i].mirror)
+                        fprintf(f, PREFIX "mirror_diverged{device=\"%s\"} %d\n", devs[i].name,
+                                devs[i].mirror->diverged);
+}
+
 void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs, size_t n) {
         family(f, "build_info", "gauge", "The version of stablepagesd writing these metrics.");
         fprintf(f, PREFIX "build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
@@ -131,4 +196,6 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
                 fprintf(f, "\n" PREFIX "stall_wait_seconds_count{device=\"%s\"} %" PRIu64 "\n", devs[i].name,
                         s->count);
         }
+        metrics_write_shadows(f, devs, n);
+        metrics_write_mirrors(f, devs, n);
 }

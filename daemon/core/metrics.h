@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "classify.h"
+#include "mirror.h"
 #include "policy.h"
 #include "stalls.h"
 
@@ -24,8 +25,9 @@ typedef struct MetricsDevice {
         unsigned pending; /* mounts that did not capture the desired state yet */
         unsigned hazards; /* consumers that run without stable writes the disk needs (consumers.h) */
         Learned learned;
-        const StallStats *stalls; /* NULL when nothing measures */
-        bool over_budget;         /* the last window's p99 exceeded the budget (with durations only) */
+        const StallStats *stalls;    /* NULL when nothing measures */
+        bool over_budget;            /* the last window's p99 exceeded the budget (with durations only) */
+        const MirrorFigures *mirror; /* an md mirror's checks (mirror.h), NULL for other disks */
 } MetricsDevice;
 
 typedef struct MetricsProbe {

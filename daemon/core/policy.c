@@ -145,29 +145,49 @@ static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, c
         return 0;
 }
 
+/* "p99 wait 12.5 ms over the last 3 s (40 waits, max 20.1 ms)", of the real or the shadow waits,
+ * with the verdict against the budget (over: exceeds it). */
+static char *figures_format(const AdaptInput *in, bool shadow, bool over) {
+        char p99[32], max[32], window[32], budget[32];
+        uint64_t count = shadow ? in->shadow_count : in->count;
+        const char *what = shadow ? "shadow " : "";
+
+        format_usec(shadow ? in->shadow_p99_usec : in->p99_usec, p99);
+        format_usec(shadow ? in->shadow_max_usec : in->max_usec, max);
+        format_usec(in->window_usec, window);
+        format_usec(in->budget_usec, budget);
+        if (count == 0)
+                return strdup_printf("no %sstable-pages waits in the last %s (budget %s)", what, window,
+                                     budget);
+        if (count < in->min_waits)
+                return strdup_printf("%sp99 wait %s over the last %s (%" PRIu64 " %swaits, max %s): too few "
+                                     "waits to judge (StallMinWaits=%" PRIu64 ")",
+                                     what, p99, window, count, what, max, in->min_waits);
+        return strdup_printf("%sp99 wait %s over the last %s (%" PRIu64 " %swaits, max %s) %s "
+                             "StallBudgetMSec=%s",
+                             what, p99, window, count, what, max, over ? "exceeds" : "is within", budget);
+}
+
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
-        char p99[32], max[32], window[32], budget[32], calm[32], ago[32];
-        bool over = in->measured && in->count > 0 && in->count >= in->min_waits &&
-                    in->p99_usec > in->budget_usec;
+        char budget[32], calm[32], ago[32];
+        bool over_real = in->measured && in->count > 0 && in->count >= in->min_waits &&
+                         in->p99_usec > in->budget_usec;
+        bool over_shadow = in->measured && in->shadows_measured && in->shadow_count > 0 &&
+                           in->shadow_count >= in->min_waits && in->shadow_p99_usec > in->budget_usec;
+        bool over = over_real || over_shadow;
+        /* The side whose figures speak: the one over the budget, else the one the learned state
+         * measures (shadows while off), else the one with waits. */
+        bool shadow = over_shadow || (!over_real && in->shadows_measured &&
+                                      (in->learned == LEARNED_OFF ? in->count == 0 || in->shadow_count > 0
+                                                                  : in->count == 0 && in->shadow_count > 0));
         _cleanup_free_ char *figures = NULL;
 
-        format_usec(in->p99_usec, p99);
-        format_usec(in->max_usec, max);
-        format_usec(in->window_usec, window);
         format_usec(in->budget_usec, budget);
         format_usec(in->calm_usec, calm);
         if (!in->measured)
                 figures = strdup_printf("stall durations are not measured");
-        else if (in->count == 0)
-                figures = strdup_printf("no stable-pages waits in the last %s (budget %s)", window, budget);
-        else if (in->count < in->min_waits)
-                figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s): too few "
-                                        "waits to judge (StallMinWaits=%" PRIu64 ")",
-                                        p99, window, in->count, max, in->min_waits);
         else
-                figures = strdup_printf("p99 wait %s over the last %s (%" PRIu64 " waits, max %s) %s "
-                                        "StallBudgetMSec=%s",
-                                        p99, window, in->count, max, over ? "exceeds" : "is within", budget);
+                figures = figures_format(in, shadow, over);
         if (!figures)
                 return -ENOMEM;
 
@@ -184,6 +204,9 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                 return adapt(ret, in->learned, false, false,
                              strdup_printf("%s: keeping what was learned (%s)", figures,
                                            learned_to_string(in->learned) ?: "nothing"));
+        if (in->held_on)
+                return adapt(ret, in->learned, false, over,
+                             strdup_printf("%s; stable writes stay on: %s", figures, in->held_on));
 
         bool held = in->last_change_usec > 0 && in->now_usec < in->last_change_usec + in->calm_usec;
         format_usec(in->now_usec > in->last_change_usec ? in->now_usec - in->last_change_usec : 0, ago);
@@ -199,7 +222,13 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                 return adapt(ret, LEARNED_OFF, true, true, strdup_printf("%s: stable writes off", figures));
         }
 
-        /* Learned off: back on after calm_usec without a window over the budget. */
+        /* Learned off: on again after calm_usec without a window over the budget, shadow waits
+         * included; a probe that cannot see them cannot see a calm either. */
+        if (!in->shadows_measured)
+                return adapt(ret, LEARNED_OFF, false, over,
+                             strdup_printf("%s; shadow waits (what stable writes would cost now) are not "
+                                           "measured (%s): keeping stable writes off as learned",
+                                           figures, in->shadows_reason ?: "no reason"));
         if (over)
                 return adapt(ret, LEARNED_OFF, false, true,
                              strdup_printf("%s; stays off until no window exceeds it for StallCalmSec=%s",
@@ -212,12 +241,73 @@ int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
                              strdup_printf("%s; off until calm for StallCalmSec=%s (calm for %s)", figures,
                                            calm, calm_for));
         return adapt(ret, LEARNED_ON, true, false,
-                     strdup_printf("no window over StallBudgetMSec=%s for %s (StallCalmSec=%s): stable "
-                                   "writes on again",
+                     strdup_printf("no window over StallBudgetMSec=%s for %s (StallCalmSec=%s), shadow "
+                                   "waits included: stable writes on again",
                                    budget, calm_for, calm));
 }
 
 void adapt_decision_done(AdaptDecision *d) {
         free(d->reason);
         *d = (AdaptDecision){};
+}
+
+int policy_cost(const CostInput *in, char **ret_on, char **ret_off) {
+        char window[32], p99[32];
+        _cleanup_free_ char *on = NULL, *off = NULL, *direct = NULL, *risk = NULL;
+
+        format_usec(in->window_usec, window);
+        if (!in->measured)
+                on = strdup_printf("not measured (%s)", in->unmeasured ?: "no probe");
+        else if (in->in_force)
+                on = in->count == 0
+                             ? strdup_printf("they are on: no writer waited in the last %s", window)
+                             : strdup_printf("they are on: writers waited, p99 %s over the last %s (%" PRIu64
+                                             " waits)",
+                                             format_usec(in->p99_usec, p99), window, in->count);
+        else if (!in->shadows_measured)
+                on = strdup_printf("not measured: shadow waits (what writers would wait) need the BPF probe "
+                                   "on a kernel with the tracepoints writeback:writeback_dirty_folio and "
+                                   "writeback:sb_clear_inode_writeback");
+        else
+                on = in->shadow_count == 0
+                             ? strdup_printf("writers would not have waited: no page was written under "
+                                             "writeback in the last %s",
+                                             window)
+                             : strdup_printf("writers would wait: shadow p99 %s over the last %s (%" PRIu64
+                                             " pages written under writeback)",
+                                             format_usec(in->shadow_p99_usec, p99), window,
+                                             in->shadow_count);
+        if (!on)
+                return -ENOMEM;
+
+        if (in->direct_known && in->direct_writes > 0 &&
+            !(direct = strdup_printf("; %" PRIu64 " O_DIRECT writes in the last %s, whose buffers no flag "
+                                     "protects",
+                                     in->direct_writes, window)))
+                return -ENOMEM;
+        if (in->mirror &&
+            !(risk = strdup_printf("the mirror's legs may differ wherever a page is written under writeback "
+                                   "(%" PRIu64 " pages since the last check; %s)",
+                                   in->shadow_pages,
+                                   in->checked ? (in->mismatch_cnt > 0 ? "its mismatch_cnt is not 0"
+                                                                       : "its mismatch_cnt was 0")
+                                               : "no check seen yet")))
+                return -ENOMEM;
+        if (need_is_protected(in->need))
+                off = strdup_printf("refused without force: need is %s (%s)", need_to_string(in->need),
+                                    in->need_reason ?: "no reason");
+        else if (in->need == NEED_RECOMMENDED)
+                off = strdup_printf(
+                        "%s%s%s", in->in_force ? "writers stop waiting; " : "they are off: ",
+                        risk ?: "consistency, not correctness: nothing that fails reads the page twice",
+                        direct ?: "");
+        else
+                off = strdup_printf(
+                        "%snothing reads the page twice%s",
+                        in->in_force ? "writers stop waiting; " : "they are off: ", direct ?: "");
+        if (!off)
+                return -ENOMEM;
+        *ret_on = TAKE_PTR(on);
+        *ret_off = TAKE_PTR(off);
+        return 0;
 }

@@ -76,6 +76,14 @@ typedef struct AdaptInput {
         uint64_t count;            /* stable-pages waits in the window */
         uint64_t p99_usec;         /* their p99 (upper bound of its log2 bucket) */
         uint64_t max_usec;
+        bool shadows_measured;      /* shadow waits are measured (stalls.h): the cost of stable writes
+                                     * while they are off */
+        const char *shadows_reason; /* why not, when not (the probe's mode reason) */
+        uint64_t shadow_count;      /* shadow waits in the window */
+        uint64_t shadow_p99_usec;
+        uint64_t shadow_max_usec;
+        const char *held_on;  /* a risk verdict that keeps stable writes on (a mirror whose
+                               * legs diverged while they were off), or NULL */
         uint64_t window_usec; /* StallWindowSec= */
         uint64_t budget_usec; /* StallBudgetMSec= */
         uint64_t calm_usec;   /* StallCalmSec= */
@@ -90,14 +98,44 @@ typedef struct AdaptDecision {
         char *reason;    /* one sentence quoting the measured figures */
 } AdaptDecision;
 
-/* The adaptive step of Policy=balanced for one disk and one stall window: a recommended
- * disk whose window p99 over at least min_waits waits exceeds the budget learns off; it learns on again only
- * after calm_usec without a window over the budget; no change follows another within calm_usec. Required and
- * unknown disks never learn anything: the reason states what they cost and why it is paid. Pure. Returns 0
- * or -ENOMEM. */
+/* The adaptive step of Policy=balanced for one disk and one stall window. The cost of stable
+ * writes is judged on both sides by the same figure against the same budget: the p99 of the
+ * real waits (while stable writes are in force) and of the shadow waits (while they are not: the
+ * waits they would cause), each over at least min_waits waits. A recommended disk whose window
+ * is over the budget learns off; it learns on again after calm_usec without a window over the
+ * budget, which only a probe that measures shadow waits can see: without them a learned off is
+ * kept, and the reason says why. No change follows another within calm_usec. held_on (a risk
+ * verdict) keeps stable writes on. Required and unknown disks never learn anything: the reason
+ * states what they cost and why it is paid. Pure. Returns 0 or -ENOMEM. */
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret);
 
 void adapt_decision_done(AdaptDecision *d);
+
+/* What explain answers for one disk: what turning stable writes on, and off, would cost, from
+ * the figures of the last window. */
+typedef struct CostInput {
+        const char *name;
+        Need need;
+        const char *need_reason;
+        bool in_force;          /* stable writes are in force on the disk now */
+        bool measured;          /* the probe measures durations */
+        const char *unmeasured; /* why not, when not */
+        uint64_t window_usec;
+        uint64_t count, p99_usec;               /* real waits in the window */
+        bool shadows_measured;                  /* shadow waits are measured */
+        uint64_t shadow_count, shadow_p99_usec; /* shadow waits in the window */
+        bool mirror;                            /* an md raid1/raid10: the figures below */
+        uint64_t shadow_pages;                  /* since the last check */
+        uint64_t mismatch_cnt;                  /* the last check's */
+        bool checked;                           /* a check was seen */
+        bool direct_known;                      /* O_DIRECT writes are counted */
+        uint64_t direct_writes;                 /* in the window */
+} CostInput;
+
+/* Two sentences: what stable writes on costs (*ret_on: the writers' waits, real while they are in
+ * force, shadow while they are not) and what off costs (*ret_off: what the data risks, or why
+ * it is not possible). Pure. Returns 0 or -ENOMEM. */
+int policy_cost(const CostInput *in, char **ret_on, char **ret_off);
 
 /* "off", "on" or NULL (LEARNED_NONE). */
 const char *learned_to_string(Learned l);

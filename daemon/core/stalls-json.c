@@ -35,6 +35,26 @@ static void stats_json(const StallStats *s, JsonWriter *w, bool histogram) {
                         json_array_end(w);
                 }
         }
+        /* Shadow waits, named so wherever they appear (stalls.h): null when not measured. */
+        json_member_bool(w, "shadows_measured", s->has_shadows);
+        member_uint_or_null(w, "shadow_count", s->has_shadows, s->shadow_count);
+        if (s->has_shadows) {
+                uint64_t usec = 0;
+                json_member_uint(w, "shadow_sum_usec", s->shadow_sum_usec);
+                json_member_uint(w, "shadow_max_usec", s->shadow_max_usec);
+                member_uint_or_null(w, "shadow_p50_usec", stall_stats_shadow_percentile(s, 0.5, &usec) >= 0,
+                                    usec);
+                member_uint_or_null(w, "shadow_p99_usec", stall_stats_shadow_percentile(s, 0.99, &usec) >= 0,
+                                    usec);
+                if (histogram) {
+                        json_key(w, "shadow_hist");
+                        json_array_begin(w);
+                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                                json_uint(w, s->shadow_hist[i]);
+                        json_array_end(w);
+                }
+        }
+        member_uint_or_null(w, "direct_count", s->has_direct, s->direct_count);
         json_member_bool(w, "classified", s->classified);
         json_member_uint(w, "sync_count", s->sync_count);
         json_member_uint(w, "other_count", s->other_count);

@@ -81,33 +81,52 @@ void stall_stats_merge(StallStats *a, const StallStats *b) {
                 a->hist[i] += b->hist[i];
         for (size_t i = 0; i < b->n_comms; i++)
                 stall_stats_add_comm(a, b->comms[i].comm, b->comms[i].count);
+        a->shadow_count += b->shadow_count;
+        a->shadow_sum_usec += b->shadow_sum_usec;
+        a->shadow_max_usec = MAX(a->shadow_max_usec, b->shadow_max_usec);
+        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                a->shadow_hist[i] += b->shadow_hist[i];
+        a->direct_count += b->direct_count;
+}
+
+/* The q-quantile of count waits in hist, at most max_usec. */
+static uint64_t hist_percentile(const uint64_t *hist, uint64_t count, uint64_t max_usec, double q) {
+        uint64_t rank, seen = 0;
+
+        /* ceil(q * count), at least 1 */
+        rank = (uint64_t) (q * (double) count);
+        if ((double) rank < q * (double) count)
+                rank++;
+        rank = MAX(rank, UINT64_C(1));
+
+        for (unsigned i = 0; i < STALL_HIST_BUCKETS; i++) {
+                seen += hist[i];
+                if (seen >= rank)
+                        return MIN(stall_hist_bucket_upper_usec(i), max_usec);
+        }
+        /* Buckets hold fewer waits than count (not possible with consistent stats). */
+        return max_usec;
 }
 
 int stall_stats_percentile(const StallStats *s, double q, uint64_t *ret_usec) {
-        uint64_t rank, seen = 0;
-
         if (!(q > 0.0 && q <= 1.0))
                 return -EINVAL;
         if (!s->has_durations)
                 return -EOPNOTSUPP;
         if (s->count == 0)
                 return -ENODATA;
+        *ret_usec = hist_percentile(s->hist, s->count, s->max_usec, q);
+        return 0;
+}
 
-        /* ceil(q * count), at least 1 */
-        rank = (uint64_t) (q * (double) s->count);
-        if ((double) rank < q * (double) s->count)
-                rank++;
-        rank = MAX(rank, UINT64_C(1));
-
-        for (unsigned i = 0; i < STALL_HIST_BUCKETS; i++) {
-                seen += s->hist[i];
-                if (seen >= rank) {
-                        *ret_usec = MIN(stall_hist_bucket_upper_usec(i), s->max_usec);
-                        return 0;
-                }
-        }
-        /* Buckets hold fewer waits than count (not possible with consistent stats). */
-        *ret_usec = s->max_usec;
+int stall_stats_shadow_percentile(const StallStats *s, double q, uint64_t *ret_usec) {
+        if (!(q > 0.0 && q <= 1.0))
+                return -EINVAL;
+        if (!s->has_shadows)
+                return -EOPNOTSUPP;
+        if (s->shadow_count == 0)
+                return -ENODATA;
+        *ret_usec = hist_percentile(s->shadow_hist, s->shadow_count, s->shadow_max_usec, q);
         return 0;
 }
 
@@ -121,10 +140,12 @@ int stall_stats_subtract(const StallStats *now, const StallStats *before, StallS
 
         if (now->count < before->count || now->sum_usec < before->sum_usec ||
             now->sync_count < before->sync_count || now->sync_sum_usec < before->sync_sum_usec ||
-            now->other_count < before->other_count || now->other_sum_usec < before->other_sum_usec)
+            now->other_count < before->other_count || now->other_sum_usec < before->other_sum_usec ||
+            now->shadow_count < before->shadow_count || now->shadow_sum_usec < before->shadow_sum_usec ||
+            now->direct_count < before->direct_count)
                 reset = true;
         for (size_t i = 0; i < STALL_HIST_BUCKETS && !reset; i++)
-                if (now->hist[i] < before->hist[i])
+                if (now->hist[i] < before->hist[i] || now->shadow_hist[i] < before->shadow_hist[i])
                         reset = true;
         if (reset) {
                 *ret = *now;
@@ -148,6 +169,19 @@ int stall_stats_subtract(const StallStats *now, const StallStats *before, StallS
         }
         if (d.has_durations && top >= 0)
                 d.max_usec = MIN(now->max_usec, stall_hist_bucket_upper_usec((unsigned) top));
+        d.has_shadows = now->has_shadows && before->has_shadows;
+        d.shadow_count = now->shadow_count - before->shadow_count;
+        d.shadow_sum_usec = now->shadow_sum_usec - before->shadow_sum_usec;
+        top = -1;
+        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++) {
+                d.shadow_hist[i] = now->shadow_hist[i] - before->shadow_hist[i];
+                if (d.shadow_hist[i] > 0)
+                        top = (int) i;
+        }
+        if (top >= 0)
+                d.shadow_max_usec = MIN(now->shadow_max_usec, stall_hist_bucket_upper_usec((unsigned) top));
+        d.has_direct = now->has_direct && before->has_direct;
+        d.direct_count = now->direct_count - before->direct_count;
 
         for (size_t i = 0; i < now->n_comms; i++) {
                 uint64_t c = now->comms[i].count;

@@ -65,6 +65,13 @@
 #define STALL_KIND_PENDING                                                                                  \
         4 /* maps only: a frame was not named yet; user space classifies the                                \
            * frames saved under the key's stack */
+/* Not waits: what stable writes would have cost, and what they cannot protect. */
+#define STALL_KIND_SHADOW                                                                                   \
+        5 /* a shadow wait: a page dirtied while under writeback on a mapping without                       \
+           * stable writes, from then until its inode's writeback ended */
+#define STALL_KIND_DIRECT                                                                                   \
+        6 /* an O_DIRECT write (count only): its buffer is read by the device as it                         \
+           * is, whatever stable_writes says */
 
 struct stall_bpf_key {
         char bdi[STALL_BPF_BDI_LEN];
@@ -102,6 +109,8 @@ struct stall_bpf_globals {
         unsigned long long frame_mismatches; /* ... whose audit by a walk found another caller (not 0:
                                               * the slots are no longer read) */
         unsigned long long frame_slots;      /* raw-tracepoint mode: the slots learned (stalls-tp.bpf.c) */
+        unsigned long long nr_shadows;       /* inodes with shadow waits in progress; 0: the end returns */
+        unsigned long long lost_shadows;     /* shadow waits not recorded: the table of inodes was full */
         unsigned long long sym_ip;           /* symbolize: the address to name */
         long long sym_len;                   /* symbolize: what bpf_snprintf() returned */
         char sym_name[STALL_BPF_SYMBOL_LEN];
@@ -147,6 +156,22 @@ typedef struct StallStats {
          * stable_writes says. */
         uint64_t sync_count, sync_sum_usec;   /* fsync, sync, msync, O_SYNC (data integrity) */
         uint64_t other_count, other_sum_usec; /* truncation, reclaim, migration */
+        /* Shadow waits: while a mapping of the disk runs without stable writes, each page dirtied
+         * while it is under writeback is a write that would have waited with them, from then
+         * until the writeback of its file ended (an upper bound of the page's own). What turning
+         * stable writes on would cost, and on a mirror the pages whose legs may differ. BPF mode
+         * only, on kernels with the tracepoints writeback:writeback_dirty_folio and
+         * writeback:sb_clear_inode_writeback (has_shadows). */
+        bool has_shadows;
+        uint64_t shadow_count;
+        uint64_t shadow_sum_usec;
+        uint64_t shadow_max_usec;
+        uint64_t shadow_hist[STALL_HIST_BUCKETS];
+        /* O_DIRECT writes (BPF mode, kernels with the tracepoint iomap:iomap_dio_rw_begin:
+         * has_direct): a writer that changes its buffer in flight makes mirror legs differ
+         * whatever stable_writes says. */
+        bool has_direct;
+        uint64_t direct_count;
 } StallStats;
 
 /* ---- pure helpers ---- */
@@ -176,6 +201,10 @@ void stall_stats_merge(StallStats *a, const StallStats *b);
  * quantile does not exceed and is at most twice as large as it (for waits >= 1 us).
  * Returns 0, -ENODATA (no waits), -EOPNOTSUPP (no durations) or -EINVAL (q). */
 int stall_stats_percentile(const StallStats *s, double q, uint64_t *ret_usec);
+
+/* The q-quantile of the shadow waits of s, as stall_stats_percentile(); -EOPNOTSUPP when shadows
+ * are not measured. */
+int stall_stats_shadow_percentile(const StallStats *s, double q, uint64_t *ret_usec);
 
 /* The waits accumulated between the snapshot before and the snapshot now of one disk, for
  * windowed figures. max of the window is not known exactly: it is min(now->max, upper bound of
@@ -235,7 +264,10 @@ typedef struct StallReport {
 
 /* Writes r as a JSON object: mode, measured, durations; when measured window_usec, total and
  * window (count; with durations sum_usec, max_usec, p50_usec, p99_usec and, in total only,
- * hist; classified, sync_count, other_count, comms); reason, probe_lost, probe_lost_comms. */
+ * hist; shadows_measured, shadow_count (null when not measured) and with it shadow_sum_usec,
+ * shadow_max_usec, shadow_p50_usec, shadow_p99_usec and, in total only, shadow_hist;
+ * direct_count (null when not counted); classified, sync_count, other_count, comms); reason,
+ * probe_lost, probe_lost_comms. */
 void stall_report_json(const StallReport *r, JsonWriter *w);
 
 #endif /* __bpf__ */

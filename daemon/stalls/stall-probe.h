@@ -51,6 +51,17 @@ uint64_t stall_probe_lost(StallProbe *p);
  * recently used out first, could take no entry): the top commands may miss some. Else 0. */
 uint64_t stall_probe_lost_comms(StallProbe *p);
 
+/* Whether the probe measures shadow waits (stalls.h; BPF mode, both modes of it, on kernels with
+ * the tracepoints writeback:writeback_dirty_folio and writeback:sb_clear_inode_writeback:
+ * Debian's 6.1 and 6.12 and later) and counts O_DIRECT writes (the tracepoint
+ * iomap:iomap_dio_rw_begin: 6.2 and later, not 6.1). The tracefs mode measures neither. */
+bool stall_probe_shadows(const StallProbe *p);
+bool stall_probe_direct(const StallProbe *p);
+
+/* Shadow waits not recorded (BPF mode: the table of files with shadow waits in progress was
+ * full): the shadow counts are lower bounds. Else 0. */
+uint64_t stall_probe_lost_shadows(StallProbe *p);
+
 /* Tracepoint hits that did not end in a sleep (the writeback completed between the check and
  * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
 uint64_t stall_probe_unmatched(StallProbe *p);

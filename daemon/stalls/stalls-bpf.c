@@ -31,10 +31,13 @@ struct StallBpf {
         int hists_fd, comms_fd, callers_fd, pending_stacks_fd, symbolize_fd;
         struct stall_bpf_globals *globals;
         int ncpus;
-        bool classified;             /* waits are classified by caller */
-        char *reason;                /* what the probe measures, for the mode reason */
-        bool symbolizer;             /* the symbolize program names addresses, not kallsyms */
-        StallStackKind *stack_kinds; /* the kinds of pending_stacks' entries, once resolved */
+        bool classified;                  /* waits are classified by caller */
+        char *reason;                     /* what the probe measures, for the mode reason */
+        int shadow_progs[2], direct_prog; /* the optional raw tracepoints (stalls.bpf.h) */
+        int shadow_links[2], direct_link; /* ... attached, or -1 */
+        bool shadows, direct;             /* shadow waits and O_DIRECT writes are counted */
+        bool symbolizer;                  /* the symbolize program names addresses, not kallsyms */
+        StallStackKind *stack_kinds;      /* the kinds of pending_stacks' entries, once resolved */
         size_t n_stack_kinds;
 };
 
@@ -196,8 +199,55 @@ static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error)
                 (p)->callers_fd = (s)->maps.callers.map_fd;                                                 \
                 (p)->pending_stacks_fd = (s)->maps.pending_stacks.map_fd;                                   \
                 (p)->symbolize_fd = (s)->progs.symbolize.prog_fd;                                           \
+                (p)->shadow_progs[0] = (s)->progs.shadow_dirty.prog_fd;                                     \
+                (p)->shadow_progs[1] = (s)->progs.shadow_clear.prog_fd;                                     \
+                (p)->direct_prog = (s)->progs.direct_write.prog_fd;                                         \
                 (p)->globals = &(s)->bss->globals;                                                          \
         } while (0)
+
+/* Attaches the program prog_fd to the raw tracepoint tp. Returns the link's fd or -errno. */
+static int raw_tp_attach(const char *tp, int prog_fd) {
+        int fd = skel_raw_tracepoint_open(tp, prog_fd);
+        return fd < 0 ? -errno : fd;
+}
+
+/* The optional raw tracepoints of either mode: shadow waits (both or neither) and O_DIRECT
+ * writes. A kernel without them measures without those figures; the mode reason says so. */
+static const char *bpf_attach_extras(StallBpf *p) {
+        static const char *const shadow_tps[2] = { "writeback_dirty_folio", "sb_clear_inode_writeback" };
+        int r;
+
+        p->shadow_links[0] = p->shadow_links[1] = p->direct_link = -1;
+        for (size_t i = 0; i < 2; i++) {
+                r = raw_tp_attach(shadow_tps[i], p->shadow_progs[i]);
+                if (r < 0) {
+                        log_debug_errno(r, "Stall probe: no shadow waits: raw tracepoint %s: %m",
+                                        shadow_tps[i]);
+                        if (p->shadow_links[0] >= 0)
+                                (void) close(p->shadow_links[0]);
+                        p->shadow_links[0] = -1;
+                        break;
+                }
+                p->shadow_links[i] = r;
+        }
+        p->shadows = p->shadow_links[1] >= 0;
+        r = raw_tp_attach("iomap_dio_rw_begin", p->direct_prog);
+        if (r < 0)
+                log_debug_errno(
+                        r,
+                        "Stall probe: O_DIRECT writes not counted: raw tracepoint iomap_dio_rw_begin: %m");
+        p->direct_link = r;
+        p->direct = r >= 0;
+        return p->shadows
+                       ? (p->direct ? "shadow waits and O_DIRECT writes measured"
+                                    : "shadow waits measured; O_DIRECT writes not counted (no tracepoint "
+                                      "iomap:iomap_dio_rw_begin)")
+                       : (p->direct ? "no shadow waits (no tracepoints writeback:writeback_dirty_folio and "
+                                      "writeback:sb_clear_inode_writeback); O_DIRECT writes counted"
+                                    : "no shadow waits (no tracepoints writeback:writeback_dirty_folio and "
+                                      "writeback:sb_clear_inode_writeback), O_DIRECT writes not counted "
+                                      "(no tracepoint iomap:iomap_dio_rw_begin)");
+}
 
 static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
         _cleanup_free_ char *folio = NULL, *fentry_error = NULL;
@@ -242,6 +292,7 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 STALL_BPF_TAKE(p, p->fentry);
         else
                 STALL_BPF_TAKE(p, p->tp);
+        const char *extras = bpf_attach_extras(p);
 
         r = libbpf_num_possible_cpus();
         if (r <= 0) {
@@ -257,16 +308,17 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
         if (fentry)
                 p->reason = strdup_printf("BPF fentry/fexit folio_wait_bit + folio_wait_stable + "
                                           "__filemap_fdatawait_range with the BTF tracepoint "
-                                          "writeback:folio_wait_writeback, %s",
+                                          "writeback:folio_wait_writeback, %s; %s",
                                           classify ? "waits classified by caller"
-                                                   : "unclassified: /proc/kallsyms hides addresses");
+                                                   : "unclassified: /proc/kallsyms hides addresses",
+                                          extras);
         else
                 p->reason = strdup_printf(
-                        "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch, %s; "
+                        "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch, %s; %s; "
                         "fentry/fexit: %s",
                         classify ? "waits classified by caller"
                                  : "unclassified: /proc/kallsyms hides addresses",
-                        fentry_error ?: "out of memory");
+                        extras, fentry_error ?: "out of memory");
         return p->reason ? 0 : -ENOMEM;
 }
 
@@ -366,6 +418,11 @@ static unsigned bpf_pending_kind(StallBpf *p, uint32_t stack) {
 StallBpf *stall_bpf_free(StallBpf *p) {
         if (!p)
                 return NULL;
+        for (size_t i = 0; (p->fentry || p->tp) && i < 3; i++) {
+                int fd = i < 2 ? p->shadow_links[i] : p->direct_link;
+                if (fd >= 0)
+                        (void) close(fd);
+        }
         stalls_fentry_bpf__destroy(p->fentry);
         stalls_tp_bpf__destroy(p->tp);
         free(p->stack_kinds);
@@ -373,8 +430,8 @@ StallBpf *stall_bpf_free(StallBpf *p) {
         return mfree(p);
 }
 
-static StallStats *stats_find_or_add(StallStats **list, size_t *n, size_t *allocated, const char *bdi,
-                                     bool classified) {
+static StallStats *stats_find_or_add(const StallBpf *p, StallStats **list, size_t *n, size_t *allocated,
+                                     const char *bdi) {
         StallStats *s;
 
         for (size_t i = 0; i < *n; i++)
@@ -389,7 +446,10 @@ static StallStats *stats_find_or_add(StallStats **list, size_t *n, size_t *alloc
                 *allocated = a;
         }
         s = &(*list)[(*n)++];
-        *s = (StallStats){ .has_durations = true, .classified = classified };
+        *s = (StallStats){ .has_durations = true,
+                           .classified = p->classified,
+                           .has_shadows = p->shadows,
+                           .has_direct = p->direct };
         memcpy(s->bdi, bdi, sizeof(s->bdi));
         s->bdi[sizeof(s->bdi) - 1] = '\0';
         (void) stall_parse_bdi_name(s->bdi, &s->devnum);
@@ -424,7 +484,7 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
                                 h.slots[i] += hv[c].slots[i];
                 }
                 key.bdi[sizeof(key.bdi) - 1] = '\0';
-                s = stats_find_or_add(&list, &n, &allocated, key.bdi, p->classified);
+                s = stats_find_or_add(p, &list, &n, &allocated, key.bdi);
                 if (!s)
                         return -ENOMEM;
                 if (key.kind == STALL_KIND_PENDING)
@@ -437,6 +497,16 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
                 case STALL_KIND_OTHER:
                         s->other_count += h.count;
                         s->other_sum_usec += h.sum_us;
+                        break;
+                case STALL_KIND_SHADOW:
+                        s->shadow_count += h.count;
+                        s->shadow_sum_usec += h.sum_us;
+                        s->shadow_max_usec = MAX(s->shadow_max_usec, (uint64_t) h.max_us);
+                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                                s->shadow_hist[i] += h.slots[i];
+                        break;
+                case STALL_KIND_DIRECT:
+                        s->direct_count += h.count;
                         break;
                 default:
                         s->count += h.count;
@@ -469,7 +539,9 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
 
         /* Drop bdis that were reset to nothing (entries exist, counts zero). */
         for (size_t i = 0; i < n; i++)
-                if (list[i].count + list[i].sync_count + list[i].other_count > 0)
+                if (list[i].count + list[i].sync_count + list[i].other_count + list[i].shadow_count +
+                            list[i].direct_count >
+                    0)
                         list[kept++] = list[i];
 
         *ret = TAKE_PTR(list);
@@ -544,6 +616,18 @@ uint64_t stall_bpf_lost(const StallBpf *p) {
 
 uint64_t stall_bpf_lost_comms(const StallBpf *p) {
         return p->globals->lost_comms;
+}
+
+bool stall_bpf_shadows(const StallBpf *p) {
+        return p->shadows;
+}
+
+bool stall_bpf_direct(const StallBpf *p) {
+        return p->direct;
+}
+
+uint64_t stall_bpf_lost_shadows(const StallBpf *p) {
+        return p->globals->lost_shadows;
 }
 
 uint64_t stall_bpf_unmatched(const StallBpf *p) {

@@ -44,6 +44,14 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n);
  * -errno. */
 int stall_bpf_reset(StallBpf *p, const char *bdi_or_null);
 
+/* Whether shadow waits (stalls.h) are measured and O_DIRECT writes counted: their raw
+ * tracepoints are attached. */
+bool stall_bpf_shadows(const StallBpf *p);
+bool stall_bpf_direct(const StallBpf *p);
+
+/* Shadow waits not recorded: the table of files with shadow waits in progress was full. */
+uint64_t stall_bpf_lost_shadows(const StallBpf *p);
+
 /* The programs' counters: as stall_probe_lost(), stall_probe_lost_comms() and
  * stall_probe_unmatched() describe them. */
 uint64_t stall_bpf_lost(const StallBpf *p);
@@ -80,6 +88,15 @@ static inline uint64_t stall_bpf_lost(const StallBpf *p) {
         return 0;
 }
 static inline uint64_t stall_bpf_lost_comms(const StallBpf *p) {
+        return 0;
+}
+static inline bool stall_bpf_shadows(const StallBpf *p) {
+        return false;
+}
+static inline bool stall_bpf_direct(const StallBpf *p) {
+        return false;
+}
+static inline uint64_t stall_bpf_lost_shadows(const StallBpf *p) {
         return 0;
 }
 static inline uint64_t stall_bpf_unmatched(const StallBpf *p) {

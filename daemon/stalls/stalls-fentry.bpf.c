@@ -50,23 +50,6 @@
 
 #include "stalls.bpf.h"
 
-struct folio {
-        unsigned long flags;
-        struct address_space *mapping;
-} __attribute__((preserve_access_index));
-
-/* The values are relocated to the running kernel's. */
-enum pageflags {
-        PG_writeback = 15,
-};
-
-/* 6.8+ and backports (Debian 6.1.192 has it): folio_wait_stable() tests it */
-enum mapping_flags {
-        AS_STABLE_WRITES = 8,
-};
-
-#define SB_I_STABLE_WRITES 0x00000008 /* before AS_STABLE_WRITES */
-
 struct stable_mark {
         __u64 folio;
         __u64 switches; /* the task's nvcsw + nivcsw when marked */
@@ -107,7 +90,10 @@ struct {
  * bpf_probe_read_kernel() call: this test runs on every call of folio_wait_stable(), and most
  * calls do not wait. */
 static __always_inline int folio_under_writeback(struct folio *folio) {
-        return (folio->flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
+        struct folio___memdesc *m = (void *) folio;
+        unsigned long flags = bpf_core_field_exists(m->flags.f) ? m->flags.f : folio->flags;
+
+        return (flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
 }
 
 /* folio_mapping(): page cache folios only (not anonymous or movable ones), else NULL. */
@@ -121,13 +107,7 @@ static __always_inline struct address_space *folio_file_mapping(struct folio *fo
 static __always_inline int folio_stable_writes(struct folio *folio) {
         struct address_space *mapping = folio_file_mapping(folio);
 
-        if (!mapping)
-                return 0;
-        if (bpf_core_enum_value_exists(enum mapping_flags, AS_STABLE_WRITES))
-                return (BPF_CORE_READ(mapping, flags) >>
-                        bpf_core_enum_value(enum mapping_flags, AS_STABLE_WRITES)) &
-                       1;
-        return (BPF_CORE_READ(mapping, host, i_sb, s_iflags) & SB_I_STABLE_WRITES) != 0;
+        return mapping && mapping_stable_writes(mapping);
 }
 
 /* Plain loads through the BTF-typed current task. */

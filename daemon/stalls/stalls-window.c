@@ -34,7 +34,9 @@ int stall_window_push(StallWindow *w, uint64_t now_usec, const StallStats *s, ui
 int stall_window_push_empty(StallWindow *w, uint64_t usec, const StallStats *s) {
         StallStats empty = { .devnum = s->devnum,
                              .has_durations = s->has_durations,
-                             .classified = s->classified };
+                             .classified = s->classified,
+                             .has_shadows = s->has_shadows,
+                             .has_direct = s->has_direct };
 
         memcpy(empty.bdi, s->bdi, sizeof(empty.bdi));
         return append(w, usec, &empty);

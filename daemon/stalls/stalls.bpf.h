@@ -74,6 +74,30 @@ struct bdev_inode { /* block/bdev.c: the inode of a block device node's page cac
         struct inode vfs_inode;
 } __attribute__((preserve_access_index));
 
+struct folio {
+        unsigned long flags;
+        struct address_space *mapping;
+} __attribute__((preserve_access_index));
+
+/* 6.18+: the flags are a memdesc_flags_t, a struct around the word. */
+struct folio___memdesc {
+        struct {
+                unsigned long f;
+        } flags;
+} __attribute__((preserve_access_index));
+
+/* The values are relocated to the running kernel's. */
+enum pageflags {
+        PG_writeback = 15,
+};
+
+/* 6.8+ and backports (Debian 6.1.192 has it): folio_wait_stable() tests it */
+enum mapping_flags {
+        AS_STABLE_WRITES = 8,
+};
+
+#define SB_I_STABLE_WRITES 0x00000008 /* before AS_STABLE_WRITES */
+
 struct task_struct {
         int pid;
         unsigned long nvcsw;
@@ -234,12 +258,53 @@ static __always_inline void wait_describe(struct waiting *w, struct address_spac
         bpf_get_current_comm(w->comm, sizeof(w->comm));
 }
 
+/* Adds weight figures of us microseconds each to the histogram of key bk; returns it, or NULL
+ * (counted in `lost`). Per-CPU values: sched_switch does not nest on one CPU (plain updates);
+ * fexit programs run preemptible and the shadow end in interrupts (atomic adds). */
+static __always_inline struct stall_bpf_hist *hist_add(const struct stall_bpf_key *bk, __u64 us,
+                                                       __u64 weight, int atomic) {
+        struct stall_bpf_hist *h;
+        __u64 slot;
+
+        h = bpf_map_lookup_elem(&hists, bk);
+        if (!h) {
+                struct stall_bpf_hist zero = {};
+
+                if (bpf_map_update_elem(&hists, bk, &zero, BPF_NOEXIST) < 0 &&
+                    !bpf_map_lookup_elem(&hists, bk)) {
+                        __sync_fetch_and_add(&globals.lost, 1);
+                        return NULL;
+                }
+                h = bpf_map_lookup_elem(&hists, bk);
+                if (!h)
+                        return NULL;
+        }
+        slot = us ? log2_u64(us) : 0;
+        if (slot >= STALL_BPF_BUCKETS)
+                slot = STALL_BPF_BUCKETS - 1;
+        /* Hide the value from clang so that it keeps the mask, which is what the verifier needs
+         * to see the bound on the register used for the access (32 is a power of 2). */
+        asm volatile("" : "+r"(slot));
+        slot &= STALL_BPF_BUCKETS - 1;
+        if (atomic) {
+                __sync_fetch_and_add(&h->slots[slot], weight);
+                __sync_fetch_and_add(&h->count, weight);
+                __sync_fetch_and_add(&h->sum_us, us * weight);
+        } else {
+                h->slots[slot] += weight;
+                h->count += weight;
+                h->sum_us += us * weight;
+        }
+        if (us > h->max_us)
+                h->max_us = us;
+        return h;
+}
+
 /* Adds the wait w (a copy: its record may be gone) that ended at now to hists and comms. */
 static __always_inline void wait_end(const struct waiting *w, __u64 now, int preemptible) {
         struct stall_bpf_key bk = {};
         struct stall_bpf_comm_key ck = {};
-        struct stall_bpf_hist *h;
-        __u64 *c, us, none = 0, slot;
+        __u64 *c, us, none = 0;
 
         us = (now - w->start_ns) / 1000;
         __builtin_memcpy(bk.bdi, w->bdi, sizeof(bk.bdi));
@@ -250,40 +315,8 @@ static __always_inline void wait_end(const struct waiting *w, __u64 now, int pre
         ck.kind = w->kind;
         ck.stack = w->stack;
 
-        h = bpf_map_lookup_elem(&hists, &bk);
-        if (!h) {
-                struct stall_bpf_hist zero = {};
-
-                if (bpf_map_update_elem(&hists, &bk, &zero, BPF_NOEXIST) < 0 &&
-                    !bpf_map_lookup_elem(&hists, &bk)) {
-                        __sync_fetch_and_add(&globals.lost, 1);
-                        return;
-                }
-                h = bpf_map_lookup_elem(&hists, &bk);
-                if (!h)
-                        return;
-        }
-        /* Per-CPU values: sched_switch does not nest on one CPU (plain updates), fexit programs
-         * run preemptible (atomic adds). */
-        slot = us ? log2_u64(us) : 0;
-        if (slot >= STALL_BPF_BUCKETS)
-                slot = STALL_BPF_BUCKETS - 1;
-        /* Hide the value from clang so that it keeps the mask, which is what the verifier needs
-         * to see the bound on the register used for the access (32 is a power of 2). */
-        asm volatile("" : "+r"(slot));
-        slot &= STALL_BPF_BUCKETS - 1;
-        if (preemptible) {
-                __sync_fetch_and_add(&h->slots[slot], 1);
-                __sync_fetch_and_add(&h->count, 1);
-                __sync_fetch_and_add(&h->sum_us, us);
-        } else {
-                h->slots[slot]++;
-                h->count++;
-                h->sum_us += us;
-        }
-        if (us > h->max_us)
-                h->max_us = us;
-
+        if (!hist_add(&bk, us, 1, preemptible))
+                return;
         if (ck.kind != STALL_KIND_STABLE && ck.kind != STALL_KIND_PENDING)
                 return;
         c = bpf_map_lookup_elem(&comms, &ck);
@@ -296,6 +329,174 @@ static __always_inline void wait_end(const struct waiting *w, __u64 now, int pre
                 __sync_fetch_and_add(c, 1);
         else
                 __sync_fetch_and_add(&globals.lost_comms, 1); /* counted in hists, but no comm */
+}
+
+/* ---- Shadow waits: what stable writes would cost where they are off ----
+ *
+ * With stable writes, a write or a write fault on a page under writeback waits in
+ * folio_wait_stable() until its writeback ends. Without them it does not wait and dirties the
+ * page again while it is written back: the tracepoint writeback:writeback_dirty_folio fires
+ * (once per page and writeback: the page stays dirty until its next writeback) with the page
+ * still under writeback. That is a shadow wait's start, on a mapping without stable writes; its
+ * end is the end of the writeback of the page's file, the tracepoint
+ * writeback:sb_clear_inode_writeback (the inode has no page under writeback left: for the
+ * page itself an upper bound, exact when it was the only one). Both are raw tracepoints, in
+ * both modes: cheap to attach, and a kernel without them loses the shadows, not the probe.
+ * A file's shadow waits in progress are one record keyed by its inode, holding the start of the
+ * first SHADOW_SLOTS ones; later ones in the same writeback take the last slot's start. Per
+ * page not under writeback (most dirtyings) the cost is one read of its flags. */
+
+#define SHADOW_SLOTS 4
+#define SHADOW_STALE_NS (600ULL * 1000 * 1000 * 1000) /* a record older than this missed its end */
+
+struct shadow {
+        __u64 start_ns[SHADOW_SLOTS];
+        __u32 n; /* shadow waits of this writeback of the file */
+        __u32 pad;
+        char bdi[STALL_BPF_BDI_LEN];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096); /* files with shadow waits at once; more are `lost_shadows` */
+        __type(key, __u64);        /* the inode's address */
+        __type(value, struct shadow);
+} shadows SEC(".maps");
+
+/* Whether folio is under writeback, read through bpf_probe_read_kernel() (any pointer). */
+static __always_inline int folio_writeback_read(struct folio *folio) {
+        struct folio___memdesc *m = (void *) folio;
+        unsigned long flags =
+                bpf_core_field_exists(m->flags.f) ? BPF_CORE_READ(m, flags.f) : BPF_CORE_READ(folio, flags);
+
+        return (flags >> bpf_core_enum_value(enum pageflags, PG_writeback)) & 1;
+}
+
+/* folio_wait_stable()'s own test of the mapping: whether its writes wait for writeback. */
+static __always_inline int mapping_stable_writes(struct address_space *mapping) {
+        if (bpf_core_enum_value_exists(enum mapping_flags, AS_STABLE_WRITES))
+                return (BPF_CORE_READ(mapping, flags) >>
+                        bpf_core_enum_value(enum mapping_flags, AS_STABLE_WRITES)) &
+                       1;
+        return (BPF_CORE_READ(mapping, host, i_sb, s_iflags) & SB_I_STABLE_WRITES) != 0;
+}
+
+/* writeback_dirty_folio(folio, mapping): a shadow wait begins when the page is under writeback
+ * and its mapping has no stable writes. */
+static __always_inline int shadow_begin(struct folio *folio, struct address_space *mapping) {
+        struct shadow *s, n = {};
+        __u64 inode, now;
+        __u32 i;
+
+        if (!folio_writeback_read(folio))
+                return 0;
+        if (!mapping || mapping_stable_writes(mapping))
+                return 0;
+        inode = (__u64) BPF_CORE_READ(mapping, host);
+        now = bpf_ktime_get_ns();
+        s = bpf_map_lookup_elem(&shadows, &inode);
+        if (s && now - s->start_ns[0] < SHADOW_STALE_NS) {
+                i = s->n; /* two writers of one file at once may share a slot */
+                __sync_fetch_and_add(&s->n, 1);
+                if (i < SHADOW_SLOTS)
+                        s->start_ns[i & (SHADOW_SLOTS - 1)] = now;
+                return 0;
+        }
+        n.start_ns[0] = now;
+        n.n = 1;
+        {
+                struct backing_dev_info *bdi = mapping_bdi(mapping);
+
+                if (bdi)
+                        bpf_probe_read_kernel_str(n.bdi, sizeof(n.bdi), bdi->dev_name);
+                else
+                        __builtin_memcpy(n.bdi, "(unknown)", sizeof("(unknown)"));
+        }
+        if (s) { /* stale: its end was missed */
+                __builtin_memcpy(s, &n, sizeof(n));
+                return 0;
+        }
+        if (bpf_map_update_elem(&shadows, &inode, &n, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&globals.nr_shadows, 1);
+        else
+                __sync_fetch_and_add(&globals.lost_shadows, 1);
+        return 0;
+}
+
+/* sb_clear_inode_writeback(inode): the shadow waits of the file end now. */
+static __always_inline int shadow_end(__u64 inode) {
+        struct stall_bpf_key bk = { .kind = STALL_KIND_SHADOW };
+        struct shadow *s, done;
+        __u64 now;
+
+        if (!globals.nr_shadows)
+                return 0;
+        s = bpf_map_lookup_elem(&shadows, &inode);
+        if (!s)
+                return 0;
+        done = *s;
+        if (bpf_map_delete_elem(&shadows, &inode) == 0)
+                __sync_fetch_and_add(&globals.nr_shadows, -1);
+        now = bpf_ktime_get_ns();
+        __builtin_memcpy(bk.bdi, done.bdi, sizeof(bk.bdi));
+        for (__u32 i = 0; i < SHADOW_SLOTS; i++) {
+                __u64 weight =
+                        i + 1 < SHADOW_SLOTS ? (i < done.n) : (done.n >= SHADOW_SLOTS ? done.n - i : 0);
+
+                if (weight)
+                        hist_add(&bk, (now - done.start_ns[i]) / 1000, weight, 1);
+        }
+        return 0;
+}
+
+/* ---- O_DIRECT writes: a risk to mirrors that stable writes cannot remove ---- */
+
+struct iov_iter___direct {
+        _Bool data_source; /* 6.1+: WRITE (ITER_SOURCE) */
+} __attribute__((preserve_access_index));
+
+struct file___direct {
+        struct address_space *f_mapping;
+} __attribute__((preserve_access_index));
+
+struct kiocb___direct {
+        struct file___direct *ki_filp;
+} __attribute__((preserve_access_index));
+
+/* iomap_dio_rw_begin(iocb, iter, dio_flags, done_before): counts the O_DIRECT writes per disk. */
+static __always_inline int direct_begin(struct kiocb___direct *iocb, struct iov_iter___direct *iter) {
+        struct stall_bpf_key bk = { .kind = STALL_KIND_DIRECT };
+        struct backing_dev_info *bdi;
+
+        if (!bpf_core_field_exists(iter->data_source) || !BPF_CORE_READ(iter, data_source))
+                return 0;
+        bdi = mapping_bdi((struct address_space *) BPF_CORE_READ(iocb, ki_filp, f_mapping));
+        if (!bdi)
+                return 0;
+        bpf_probe_read_kernel_str(bk.bdi, sizeof(bk.bdi), bdi->dev_name);
+        hist_add(&bk, 0, 1, 1);
+        return 0;
+}
+
+/* The raw tracepoints of shadows and O_DIRECT writes, the same in both modes; attaching each is
+ * optional (user space says what is missing). */
+
+/* TP_PROTO(struct folio *folio, struct address_space *mapping) */
+SEC("raw_tracepoint/writeback_dirty_folio")
+int shadow_dirty(struct bpf_raw_tracepoint_args *ctx) {
+        return shadow_begin((void *) ctx->args[0], (void *) ctx->args[1]);
+}
+
+/* TP_PROTO(struct inode *inode) */
+SEC("raw_tracepoint/sb_clear_inode_writeback")
+int shadow_clear(struct bpf_raw_tracepoint_args *ctx) {
+        return shadow_end(ctx->args[0]);
+}
+
+/* TP_PROTO(struct kiocb *iocb, struct iov_iter *iter, unsigned int dio_flags, size_t done_before) */
+SEC("raw_tracepoint/iomap_dio_rw_begin")
+int direct_write(struct bpf_raw_tracepoint_args *ctx) {
+        return direct_begin((void *) ctx->args[0], (void *) ctx->args[1]);
 }
 
 /* For user space, run with BPF_PROG_TEST_RUN: names the kernel text address globals.sym_ip as

@@ -137,6 +137,18 @@ uint64_t stall_probe_lost_comms(StallProbe *p) {
         return p->mode == STALL_PROBE_BPF ? stall_bpf_lost_comms(p->bpf) : 0;
 }
 
+bool stall_probe_shadows(const StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF && stall_bpf_shadows(p->bpf);
+}
+
+bool stall_probe_direct(const StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF && stall_bpf_direct(p->bpf);
+}
+
+uint64_t stall_probe_lost_shadows(StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF ? stall_bpf_lost_shadows(p->bpf) : 0;
+}
+
 uint64_t stall_probe_unmatched(StallProbe *p) {
         return p->mode == STALL_PROBE_BPF ? stall_bpf_unmatched(p->bpf) : 0;
 }
@@ -185,6 +197,8 @@ int stall_probe_read(StallProbe *p, dev_t devnum, StallStats *ret) {
                 .devnum = devnum,
                 .has_durations = p->mode == STALL_PROBE_BPF,
                 .classified = p->classified,
+                .has_shadows = stall_probe_shadows(p),
+                .has_direct = stall_probe_direct(p),
         };
         size_t n;
         int r;

@@ -29,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 HOURS = 2
 STEPS = HOURS * 60  # one sample a minute
 ALERTS = ["StablepagesRequiredNotInForce", "StablepagesStallBudgetExceeded", "StablepagesStallProbeDown",
-          "StablepagesStallProbeLosingEvents", "StablepagesMetricsStale"]
+          "StablepagesStallProbeLosingEvents", "StablepagesMetricsStale", "StablepagesMirrorDiverged"]
 
 rules_path, instance, devices, healthy_path, breach_path, hazard_path = sys.argv[1:7]
 devices = devices.split(",")

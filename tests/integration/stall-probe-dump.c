@@ -7,7 +7,8 @@
  *    "sum_usec":..,"max_usec":..,"sync_sum_usec":..,"other_sum_usec":..,"p50_usec":..,
  *    "p99_usec":..,"hist":[..32 buckets..],"comms":[{"comm":"stall-writer","count":N}]}]}
  * count, the percentiles, hist and comms are the stable-pages waits; sync_* are data-integrity
- * waits (fsync...), other_* truncation/reclaim/migration waits.
+ * waits (fsync...), other_* truncation/reclaim/migration waits; "shadows" says whether shadow
+ * waits are measured, shadow_* are they (stalls.h); direct_count the O_DIRECT writes.
  * In mode "unavailable" devices is null (nothing was measured). */
 #include <getopt.h>
 #include <inttypes.h>
@@ -47,6 +48,18 @@ static void print_stats(const StallStats *s) {
                         printf("%s%" PRIu64, i ? "," : "", s->hist[i]);
                 printf("]");
         }
+        printf(",\"shadows\":%s,\"shadow_count\":%" PRIu64, s->has_shadows ? "true" : "false",
+               s->shadow_count);
+        if (s->has_shadows) {
+                printf(",\"shadow_sum_usec\":%" PRIu64 ",\"shadow_max_usec\":%" PRIu64, s->shadow_sum_usec,
+                       s->shadow_max_usec);
+                if (stall_stats_shadow_percentile(s, 0.5, &v) == 0)
+                        printf(",\"shadow_p50_usec\":%" PRIu64, v);
+                if (stall_stats_shadow_percentile(s, 0.99, &v) == 0)
+                        printf(",\"shadow_p99_usec\":%" PRIu64, v);
+        }
+        printf(",\"direct\":%s,\"direct_count\":%" PRIu64, s->has_direct ? "true" : "false",
+               s->direct_count);
         printf(",\"comms\":[");
         for (size_t i = 0; i < s->n_comms; i++) {
                 printf("%s{\"comm\":", i ? "," : "");

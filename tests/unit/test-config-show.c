@@ -49,6 +49,8 @@ static const char expected_text[] =
         "# default\n"
         "StallMinWaits=10\n"
         "# default\n"
+        "MirrorCheckSec=0\n"
+        "# default\n"
         "MetricsFile=\n"
         "# default\n"
         "MetricsIntervalSec=15\n"

@@ -1213,7 +1213,7 @@ static void test_shipped_config(void) {
                         CHECK(c.n_rules > 0);
         }
         /* Every [Manager] key appears once, commented out. */
-        CHECK_INT(manager_keys, 11);
+        CHECK_INT(manager_keys, 12);
 #endif
 }
 

@@ -82,6 +82,9 @@ typedef struct AdaptRow {
         Learned want;
         bool changed, over;
         const char *reason_part;
+        bool no_shadows;                      /* shadow waits are not measured */
+        uint64_t shadow_count, shadow_p99_ms; /* shadow waits in the window */
+        const char *held;                     /* a risk verdict that keeps stable writes on */
 } AdaptRow;
 
 #define S USEC_PER_SEC
@@ -116,8 +119,28 @@ static const AdaptRow adapt_rows[] = {
           0, 0, 5000, LEARNED_OFF, false, false, "(calm for 1000 s)" },
         { "off, calm for StallCalmSec: on again", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000, 3200,
           true, 3, 2, 5000, LEARNED_ON, true, false,
-          "no window over StallBudgetMSec=10.0 ms for 1800 s (StallCalmSec=1800 s): stable writes on "
-          "again" },
+          "no window over StallBudgetMSec=10.0 ms for 1800 s (StallCalmSec=1800 s), shadow waits included: "
+          "stable writes on again" },
+        /* The other side: shadow waits while off, judged by the same budget. */
+        { "off, shadow p99 over the budget: stays off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000,
+          1000, true, 0, 0, 5000, LEARNED_OFF, false, true,
+          "shadow p99 wait 128.0 ms over the last 30 s (40 shadow waits, max 130.0 ms) exceeds "
+          "StallBudgetMSec=10.0 ms; stays off",
+          false, 40, 128 },
+        { "off, shadow waits within the budget for the calm: on again", POLICY_BALANCED, NEED_RECOMMENDED,
+          LEARNED_OFF, 1000, 3200, true, 0, 0, 5000, LEARNED_ON, true, false, "stable writes on again",
+          false, 40, 2 },
+        { "off, too few shadow waits to judge: calm", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000,
+          1000, true, 0, 0, 5000, LEARNED_ON, true, false, "stable writes on again", false, 9, 128 },
+        { "off, shadows not measured: kept, and said so", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF,
+          1000, 1000, true, 0, 0, 9000, LEARNED_OFF, false, false,
+          "shadow waits (what stable writes would cost now) are not measured (the probe's reason): keeping "
+          "stable writes off as learned",
+          true },
+        { "on, real waits over but a mirror verdict holds them on", POLICY_BALANCED, NEED_RECOMMENDED,
+          LEARNED_ON, 1000, 0, true, 40, 128, 5000, LEARNED_ON, false, true,
+          "exceeds StallBudgetMSec=10.0 ms; stable writes stay on: its legs diverged", false, 0, 0,
+          "its legs diverged" },
         { "required: never relaxed, cost and reason reported", POLICY_BALANCED, NEED_REQUIRED, LEARNED_NONE,
           0, 0, true, 40, 128, 5000, LEARNED_NONE, false, true,
           "need is required (the reason), so stable writes stay on whatever they cost: p99 wait 128.0 ms" },
@@ -132,14 +155,17 @@ static const AdaptRow adapt_rows[] = {
 };
 
 /* Runs policy_adapt() over a load whose window is over the budget every period; checks that
- * no two changes come within StallCalmSec= and returns the number of changes. */
-static unsigned simulate_flapping(uint64_t period) {
+ * no two changes come within StallCalmSec= and returns the number of changes. With steady, the
+ * load is a steady writer instead: over the budget in every window, its real waits while stable
+ * writes are on and, while they are off, its shadow waits (seen only when shadows). */
+static unsigned simulate(uint64_t period, bool steady, bool shadows) {
         Learned learned = LEARNED_NONE;
         uint64_t last_change = 0, last_over = 0;
         unsigned changes = 0;
 
         for (uint64_t now = 10 * S; now <= 14400 * S; now += 10 * S) {
-                bool over = now % period == 10 * S;
+                bool over = steady ? learned != LEARNED_OFF : now % period == 10 * S;
+                bool shadow_over = steady && learned == LEARNED_OFF;
                 AdaptInput in = { .name = "dev0",
                                   .mode = POLICY_BALANCED,
                                   .need = NEED_RECOMMENDED,
@@ -150,6 +176,10 @@ static unsigned simulate_flapping(uint64_t period) {
                                   .count = 10,
                                   .p99_usec = over ? 50 * USEC_PER_MSEC : USEC_PER_MSEC,
                                   .max_usec = 60 * USEC_PER_MSEC,
+                                  .shadows_measured = shadows,
+                                  .shadow_count = shadow_over && shadows ? 10 : 0,
+                                  .shadow_p99_usec = shadow_over && shadows ? 50 * USEC_PER_MSEC : 0,
+                                  .shadow_max_usec = shadow_over && shadows ? 60 * USEC_PER_MSEC : 0,
                                   .window_usec = 10 * S,
                                   .budget_usec = 10 * USEC_PER_MSEC,
                                   .calm_usec = 1800 * S,
@@ -185,6 +215,12 @@ static void test_adapt(void) {
                         .count = t->count,
                         .p99_usec = t->p99_ms * USEC_PER_MSEC,
                         .max_usec = t->count ? 130 * USEC_PER_MSEC : 0,
+                        .shadows_measured = !t->no_shadows,
+                        .shadows_reason = "the probe's reason",
+                        .shadow_count = t->shadow_count,
+                        .shadow_p99_usec = t->shadow_p99_ms * USEC_PER_MSEC,
+                        .shadow_max_usec = t->shadow_count ? 130 * USEC_PER_MSEC : 0,
+                        .held_on = t->held,
                         .window_usec = 30 * S,
                         .budget_usec = 10 * USEC_PER_MSEC,
                         .calm_usec = 1800 * S,
@@ -206,8 +242,13 @@ static void test_adapt(void) {
          * alternating over and under the budget at every window learns off once and is never
          * calm long enough to go back; a load over the budget for one window every 2000 s
          * flaps, but never within 1800 s of the last change. */
-        CHECK_INT(simulate_flapping(20 * S), 1);
-        CHECK(simulate_flapping(2000 * S) >= 3);
+        CHECK_INT(simulate(20 * S, false, true), 1);
+        CHECK(simulate(2000 * S, false, true) >= 3);
+        /* A steady writer: off once and no more, its shadow waits over the budget keep it off. A
+         * probe that sees no shadow waits keeps the learned off too (the policy before them saw a
+         * calm there and flapped at every StallCalmSec=). */
+        CHECK_INT(simulate(0, true, true), 1);
+        CHECK_INT(simulate(0, true, false), 1);
         char buf[32];
         CHECK_STR(format_usec(850, buf), "850 us");
         CHECK_STR(format_usec(12500, buf), "12.5 ms");

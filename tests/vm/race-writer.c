@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The stable-pages hazard as a workload: pages modified while they are under writeback.
  *
- *   race-writer [--pages N] [--seconds S] [--read-device DEV] FILE
+ *   race-writer [--pages N] [--seconds S] [--read-device DEV] [--unlink | --direct] FILE
  *   race-writer --raw [--pages N] [--seconds S] DEV
  *     Creates FILE with N pages (default 256), writes it back once, maps it shared and, for S
  *     seconds (default 5), lets one thread store into every page without pause while the main
  *     thread writes the file back again and again (sync_file_range WAIT_BEFORE|WRITE|WAIT_AFTER,
  *     which reports write errors). Without stable writes in force the stores land in pages
  *     whose writeback has started; with them, each store waits for the page's writeback.
+ *     With --unlink, the file is removed at the end instead of written back once more (fsync):
+ *     what its pages last looked like under writeback stays on the device (a mirror's legs keep
+ *     any difference, as after swap or a deleted temporary file).
+ *     With --direct, no page cache: the thread stores into a buffer that the main thread writes
+ *     with O_DIRECT at successive offsets of FILE again and again, the buffer changing while
+ *     the device reads it (what no stable-writes flag protects).
  *     With --read-device, a third thread reads the file's blocks straight from DEV (the block
  *     device the filesystem is on; where they are comes from FIEMAP) with O_DIRECT, 64 KiB at a
  *     time, round after round, so that data stored with a tag that does not match it (e.g.
@@ -113,14 +119,46 @@ static int file_extent(int fd, size_t size, off_t *ret) {
         return 0;
 }
 
+/* --direct: writes the buffer of r with O_DIRECT to path, offset after offset (wrapping), for
+ * seconds, while a thread t stores into it; prints "direct_writes=N errors=K stores=M". */
+static int direct_writes(const char *path, Region *r, double seconds, pthread_t *t) {
+        unsigned long writes = 0, errors = 0;
+        off_t off = 0;
+        void *buf;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+
+        if (fd < 0 || posix_fallocate(fd, 0, (off_t) r->size * 16) != 0 ||
+            posix_memalign(&buf, PAGE, r->size) != 0) {
+                perror(path);
+                return 1;
+        }
+        r->p = buf;
+        memset(buf, 'x', r->size);
+        if (pthread_create(t, NULL, dirtier, r) != 0) {
+                fprintf(stderr, "pthread_create failed\n");
+                return 1;
+        }
+        for (double end = now() + seconds; now() < end;
+             writes++, off = (off + (off_t) r->size) % ((off_t) r->size * 16))
+                if (pwrite(fd, buf, r->size, off) != (ssize_t) r->size)
+                        errors++;
+        atomic_store(&stop, true);
+        pthread_join(*t, NULL);
+        printf("direct_writes=%lu errors=%lu stores=%lu\n", writes, errors, atomic_load(&stores));
+        return close(fd) < 0;
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "pages", required_argument, NULL, 'p' },
                 { "seconds", required_argument, NULL, 's' },
                 { "read-device", required_argument, NULL, 'r' },
                 { "raw", no_argument, NULL, 'R' },
+                { "unlink", no_argument, NULL, 'u' },
+                { "direct", no_argument, NULL, 'd' },
                 {},
         };
+        bool unlink_at_end = false, direct = false;
         long pages = 256;
         double seconds = 5;
         unsigned long syncs = 0, errors = 0;
@@ -145,18 +183,27 @@ int main(int argc, char *argv[]) {
                 case 'R':
                         raw = true;
                         break;
+                case 'u':
+                        unlink_at_end = true;
+                        break;
+                case 'd':
+                        direct = true;
+                        break;
                 default:
                         return 2;
                 }
         if (optind != argc - 1 || pages <= 0 || seconds <= 0) {
                 fprintf(stderr,
-                        "usage: %s [--pages N] [--seconds S] [--read-device DEV] FILE\n"
+                        "usage: %s [--pages N] [--seconds S] [--read-device DEV] [--unlink | --direct] "
+                        "FILE\n"
                         "       %s --raw [--pages N] [--seconds S] DEV\n",
                         argv[0], argv[0]);
                 return 2;
         }
 
         Region r = { .size = (size_t) pages * PAGE };
+        if (direct)
+                return direct_writes(argv[optind], &r, seconds, &t);
         if (raw)
                 device = argv[optind];
         fd = raw ? open(argv[optind], O_RDWR | O_CLOEXEC)
@@ -207,7 +254,12 @@ int main(int argc, char *argv[]) {
         pthread_join(t, NULL);
         if (device)
                 pthread_join(tr, NULL);
-        if (fsync(fd) < 0 && errors++ == 0)
+        if (unlink_at_end) {
+                if (unlink(argv[optind]) < 0) {
+                        perror(argv[optind]);
+                        return 1;
+                }
+        } else if (fsync(fd) < 0 && errors++ == 0)
                 snprintf(first_error, sizeof(first_error), "%s", strerrorname_np(errno) ?: "?");
         printf("syncs=%lu errors=%lu first_error=%s stores=%lu", syncs, errors, first_error,
                atomic_load(&stores));
