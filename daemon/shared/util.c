@@ -318,7 +318,7 @@ int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_si
         if (!f)
                 return -errno;
         for (;;) {
-                if (allocated - n < 4096) {
+                if (n == allocated) { /* full: grow, unless it already holds more than max_size */
                         if (allocated > max_size)
                                 return -EFBIG;
                         size_t a = allocated ? allocated * 2 : 4096;

@@ -159,8 +159,39 @@ static void test_read_link(void) {
         CHECK_INT(sysfs_read_link_basename(root, "block/v/file", &(char *){ NULL }), -EINVAL);
 }
 
+/* read_full_file() takes a file up to max_size bytes whatever max_size is: a limit under the
+ * first 4 KiB buffer refused every non-empty file (this boot's id, 37 bytes, read with 64). */
+static void test_read_full_file(void) {
+        _cleanup_free_ char *path = path_join(root, "boot_id");
+        char *s = NULL;
+        size_t size = 0;
+
+        tree_put(root, "boot_id", "8200af24-ded1-4467-83af-a84828e5c2e1\n");
+        CHECK_INT(read_full_file(path, 64, &s, &size), 0);
+        CHECK_STR(s, "8200af24-ded1-4467-83af-a84828e5c2e1\n");
+        CHECK_INT((int) size, 37);
+        s = mfree(s);
+        CHECK_INT(read_full_file(path, 37, &s, NULL), 0);
+        s = mfree(s);
+        CHECK_INT(read_full_file(path, 36, &s, NULL), -EFBIG);
+
+        _cleanup_free_ char *big = malloc(10000);
+        CHECK(big != NULL);
+        memset(big, 'x', 9999);
+        big[9999] = '\0';
+        tree_put(root, "big", big);
+        free(path);
+        path = path_join(root, "big");
+        CHECK_INT(read_full_file(path, 9999, &s, &size), 0);
+        CHECK_INT((int) size, 9999);
+        s = mfree(s);
+        CHECK_INT(read_full_file(path, 9998, &s, NULL), -EFBIG);
+        CHECK_INT(read_full_file(path, 4096, &s, NULL), -EFBIG);
+}
+
 int main(void) {
         root = tree_new();
+        test_read_full_file();
         test_read_string();
         test_fifo_does_not_block();
         test_read_int();
