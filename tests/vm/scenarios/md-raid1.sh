@@ -35,8 +35,10 @@ Devices=md0"
 apply md0 || bad "the applier failed (latency)"
 check "Policy=latency: the kernel flag of md0 reads 0 before mount" flag_is md0 0
 measure latency
-check "Policy=latency: no rewrite waited for writeback (slow=$STALL_SLOW of 10)" [ "$STALL_SLOW" -eq 0 ]
-check "Policy=latency: the stall probe saw no waits on md0" [ "$PROBE_WAITS" -eq 0 ]
+# The probe's count is the measure: a TCG guest's wall clock says "slow" of a rewrite that
+# merely lost the CPU (slow=1 of 10 with another guest beside it, while the probe saw 0 waits).
+say "  Policy=latency: $STALL_SLOW of 10 rewrites took over 10 ms of wall clock"
+check "Policy=latency: no rewrite waited for writeback: the stall probe saw no waits on md0" [ "$PROBE_WAITS" -eq 0 ]
 
 config "[Manager]
 Policy=integrity
@@ -60,10 +62,10 @@ check "Policy=integrity: the stall probe saw the waits ($PROBE_WAITS, slow rewri
 #   3. repaired and mounted with stable writes, the same writer and check leave mismatch_cnt 0;
 #   4. O_DIRECT writes from a buffer that changes in flight make the legs differ in both states:
 #      the daemon counts them and reports them as a risk the flag cannot remove.
-say "balanced on a mirror: shadow waits, checks, O_DIRECT"
+say "balanced on a mirror: shadow waits, checks, O_DIRECT (at ${SECONDS} s)"
 echo 200000 > /proc/sys/dev/raid/speed_limit_min
 # shellcheck disable=SC2046
-mkmd_on md1 1 "" $(newloop 64) "/dev/$(delayed sp-slowm "$(newloop 64)" 50)" > /dev/null
+mkmd_on md1 1 "" $(newloop 16) "/dev/$(delayed sp-slowm "$(newloop 16)" 50)" > /dev/null
 mkfs.ext4 -q -F /dev/md1 || die "mkfs.ext4 md1"
 config "[Manager]
 Policy=balanced
@@ -79,6 +81,11 @@ bus_start
 daemon_start
 daemon_pid=$!
 st() { ctl --json status md1 | jq -r ".[0].$1"; }
+learned_is() { [ "$(st learned)" = "$1" ]; }
+shadows_seen() { [ "$(st stalls.total.shadow_count)" -gt 0 ] 2> /dev/null; }
+daemon_lines() { # what the daemon said of md1, when a step did not happen
+        grep "md1" /run/sp/daemon.log | tail -20 | sed 's/^/  daemon: /' | tee -a "$RESULT"
+}
 wait_for() { # SECONDS WHAT COMMAND...: true when COMMAND succeeds within SECONDS
         local end=$((SECONDS + $1)) what=$2
         shift 2
@@ -87,26 +94,39 @@ wait_for() { # SECONDS WHAT COMMAND...: true when COMMAND succeeds within SECOND
                 sleep 0.5
         done
 }
+md_action() { # ACTION: runs an md check or repair of md1 to its end, says how long it took
+        local start=$SECONDS
+        echo "$1" > /sys/block/md1/md/sync_action || die "cannot start a $1 of md1"
+        wait_for 120 "the $1 of md1" sh -c '[ "$(cat /sys/block/md1/md/sync_action)" = idle ]' || die "$1"
+        say "  md1 $1: $((SECONDS - start)) s" >&2
+}
 check_end() { # waits until md1's check ends; prints mismatch_cnt
-        echo check > /sys/block/md1/md/sync_action || die "cannot start a check"
-        wait_for 120 "the check of md1" sh -c '[ "$(cat /sys/block/md1/md/sync_action)" = idle ]' || die "check"
+        md_action check
         cat /sys/block/md1/md/mismatch_cnt
 }
 check "balanced keeps stable writes on for the mirror at first" flag_is md1 1
 fresh_mount /dev/md1 /mnt/m
 stalls /mnt/m/s 20
 check "1. the daemon learned off from real waits ($STALL_SLOW slow rewrites)" \
-        wait_for 20 "learned off" sh -c '[ "$(st learned)" = off ]'
-check "1. md1's flag is 0" flag_is md1 0 || grep "md1" /run/sp/daemon.log | tail -20 | sed 's/^/  daemon: /' | tee -a "$RESULT"
+        wait_for 20 "learned off" learned_is off
+check "1. md1's flag is 0" flag_is md1 0
+flag_is md1 0 || daemon_lines
 umount /mnt/m && fresh_mount /dev/md1 /mnt/m
-line=$(hung_guard 60 "$RACE_WRITER" --pages 256 --seconds 6 --unlink /mnt/m/race) || die "race-writer"
-say "  race-writer, stable writes off: $line"
+# explain and the learned state are read while the writer runs: its shadow waits are in the window.
+hung_guard 60 "$RACE_WRITER" --pages 256 --seconds 8 --unlink /mnt/m/race > /run/sp/race.out &
+race_pid=$!
+sleep 5
+ctl explain md1 > /run/sp/explain.txt
+reason_during=$(st stalls.reason 2> /dev/null || true)
+learned_during=$(st learned)
+wait "$race_pid" || die "race-writer"
+say "  race-writer, stable writes off: $(cat /run/sp/race.out)"
 sync
 check "2. shadow waits were measured on md1 ($(st stalls.total.shadow_count))" \
-        wait_for 10 "shadow waits" sh -c '[ "$(st stalls.total.shadow_count)" -gt 0 ]'
+        wait_for 10 "shadow waits" shadows_seen
 shadow_p99=$(st stalls.total.shadow_p99_usec)
-check "2. the learned off is kept: $(st stalls.reason 2>/dev/null || true)" [ "$(st learned)" = off ]
-ctl explain md1 > /run/sp/explain.txt
+check "2. the learned off is kept while the writer runs: $reason_during" [ "$learned_during" = off ]
+check "2. ... and after it: $(st stalls.reason 2> /dev/null || true)" [ "$(st learned)" = off ]
 sed 's/^/  explain: /' /run/sp/explain.txt | tee -a "$RESULT" > /dev/null
 check "2. explain shows the shadow waits" grep -q "^  shadows: [0-9]* shadow waits" /run/sp/explain.txt
 check "2. explain says what turning stable writes on would cost" grep -q "^  on: *writers would wait: shadow p99" /run/sp/explain.txt
@@ -122,8 +142,7 @@ python3 "$VM_REPO/tests/integration/rules-test-mirror.py" "$VM_REPO/conf/stablep
         /run/sp/metrics.prom md1 > /run/sp/rules-test.yml || die "rules-test-mirror.py"
 check "2. the alert StablepagesMirrorDiverged fires in promtool's rule test" promtool test rules /run/sp/rules-test.yml
 
-echo repair > /sys/block/md1/md/sync_action
-wait_for 120 "the repair of md1" sh -c '[ "$(cat /sys/block/md1/md/sync_action)" = idle ]' || die "repair"
+md_action repair
 umount /mnt/m && fresh_mount /dev/md1 /mnt/m
 line=$(hung_guard 120 "$RACE_WRITER" --pages 256 --seconds 6 --unlink /mnt/m/race) || die "race-writer"
 say "  race-writer, stable writes on: $line"
@@ -146,12 +165,12 @@ fi
 umount /mnt/m
 kill "$daemon_pid" # it would keep stable writes on for the mirror now
 echo 0 > /sys/block/md1/queue/stable_writes
-echo repair > /sys/block/md1/md/sync_action
-wait_for 120 "the repair of md1" sh -c '[ "$(cat /sys/block/md1/md/sync_action)" = idle ]' || die "repair"
+md_action repair
 fresh_mount /dev/md1 /mnt/m
 line=$(hung_guard 60 "$RACE_WRITER" --pages 16 --seconds 3 --direct /mnt/m/direct) || die "race-writer --direct"
 say "  O_DIRECT writer, flag 0: $line"
 mismatch=$(check_end)
 check "4. ... and with the flag 0 too (mismatch_cnt $mismatch)" [ "$mismatch" -gt 0 ]
+say "  (done at ${SECONDS} s)"
 umount /mnt/m
 sp_done
