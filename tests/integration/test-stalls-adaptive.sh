@@ -196,7 +196,7 @@ sp_flag_is "$loop" 0 || sp_fail "the applier did not apply the learned off (flag
 sed -i 's/^StallCalmSec=3600$/StallCalmSec=2/' "$SP_ETC/stablepages.conf"
 stalls_daemon_start
 sp_wait_for 10000 "learned on again" sh -c "[ \"\$(jq -r --arg d $loop '.devices[] | select(.name == \$d) | .learned' $SP_RUNTIME/devices.json)\" = on ]" >/dev/null
-grep -E "$loop: Policy=balanced learned on: no window over StallBudgetMSec=10.0 ms for [0-9.]+ s \(StallCalmSec=2 s\): stable writes on again" \
+grep -E "$loop: Policy=balanced learned on: no window over StallBudgetMSec=10.0 ms for [0-9.]+ s \(StallCalmSec=2 s\), shadow waits included: stable writes on again" \
         "$SP_TMP/daemon.log" || sp_fail "no log line for the return to on"
 sp_wait_for 3000 "flag 1" sp_flag_is "$loop" 1 >/dev/null
 [ "$(dev .desired)" = on ] || sp_fail "desired $(dev .desired) after the calm period"
