@@ -72,8 +72,10 @@ json 0 "length == 1 and .[0].name == \"$loop\" and (.[0].stalls | type) == \"obj
 json 0 "length == 1 and .[0].name == \"$prot\" and .[0].need == \"required\"" explain "$prot"
 [ -z "$part" ] || json 0 "length == 1 and .[0].name == \"loop$p\"" explain "$part"
 json 0 'type == "array"' stats
-json 0 "length == 1 and .[0].name == \"$loop\" and (.[0] | keys) == [\"name\", \"stalls\"]
-        and .[0].stalls.measured == true and (.[0].stalls.total.hist | length) == 32" stats "$loop"
+json 0 "length == 1 and .[0].name == \"$loop\" and (.[0] | keys) == [\"cost\", \"mirror\", \"name\", \"stalls\"]
+        and .[0].stalls.measured == true and (.[0].stalls.total.hist | length) == 32
+        and (.[0].cost.on | type) == \"string\" and (.[0].cost.off | type) == \"string\"
+        and .[0].mirror == null" stats "$loop"
 # --json=off undoes an earlier --json: the text of status, as without either.
 checks=$((checks + 1))
 [ "$("$SP_CTL" --no-pager --json --json=off status "$loop" 2>&1)" = "$("$SP_CTL" --no-pager status "$loop" 2>&1)" ] ||
