@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <assert.h>
 #include <getopt.h>
 
-#include "bus-api.h"
 #include "config-build.h"
 #include "ctl.h"
 #include "log.h"
@@ -167,66 +165,6 @@ static int parse_argv(int argc, char *argv[]) {
                         abort();
                 }
         return 1;
-}
-
-int ctl_bus_open(sd_bus **ret) {
-        assert(ret);
-
-        int r = sd_bus_open_system(ret);
-        if (r < 0)
-                return r;
-        return 0;
-}
-
-bool ctl_daemon_running(sd_bus *bus) {
-        if (!bus)
-                return false;
-        if (sd_bus_get_name_creds(bus, BUS_NAME, 0, NULL) >= 0)
-                return true;
-        /* Not on the bus: a call to the name starts the daemon where it is D-Bus activatable
-         * (org.stablepages1.service in system-services, as the package installs it); elsewhere
-         * the bus answers ServiceUnknown at once. */
-        return sd_bus_call_method(bus, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", NULL, NULL,
-                                  NULL) >= 0;
-}
-
-int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
-        assert(what);
-        assert(error);
-
-        if (sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.ServiceUnknown") ||
-            sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.NameHasNoOwner"))
-                return log_error_errno(SYNTHETIC_ERRNO(ESRCH),
-                                       "%s: stablepagesd is not running (%s is not on the system bus).",
-                                       what, BUS_NAME);
-        const char *message = error->message ?: error->name;
-        size_t n = strlen(what);
-        /* The daemon's messages name the device already: no "sdb: sdb: ...". */
-        if (sd_bus_error_is_set(error) && strneq(message, what, n) && message[n] == ':')
-                log_error("%s", message);
-        else if (sd_bus_error_is_set(error))
-                log_error("%s: %s", what, message);
-        else
-                log_error_errno(r, "%s: %m", what);
-        if (sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_DEVICE))
-                return -ENODEV;
-        if (sd_bus_error_has_name(error, BUS_ERROR_INVALID_NAME))
-                return -EINVAL;
-        /* Any other reply is a failure (exit 1), whatever errno sd-bus gives its name
-         * (org.freedesktop.DBus.Error.InvalidArgs is -EINVAL). */
-        return sd_bus_error_is_set(error) ? -EIO : r;
-}
-
-void ctl_ask_password(sd_bus *bus) {
-        assert(bus);
-
-        if (!arg_ask_password)
-                return;
-        (void) polkit_agent_open();
-        (void) sd_bus_set_allow_interactive_authorization(bus, true);
-        /* The daemon's answer comes when polkit's does, after the password; a little later when
-         * polkit gave up waiting for it. */
-        (void) sd_bus_set_method_call_timeout(bus, BUS_POLKIT_TIMEOUT_USEC + 10 * USEC_PER_SEC);
 }
 
 void ctl_json_begin(JsonWriter *w) {
