@@ -2,7 +2,6 @@
 /* explain: one disk's reasons, decision, override, stalls and consumers, as the daemon reports them. */
 #include <assert.h>
 #include <inttypes.h>
-#include <time.h>
 
 #include "bus-api.h"
 #include "ctl-consumers.h"
@@ -19,8 +18,7 @@ typedef struct DeviceView {
         char *stall_reason, *learned, *learned_reason, *cost_on, *cost_off;
         char *override_scope, *override_binding, *override_source, *stable_id;
         char **reasons;
-        char **mounts;                     /* one line each */
-        char **off_targets, **off_fstypes; /* the mounts running without stable writes */
+        char **mounts; /* one line each */
         DeviceConsumers consumers;
         int flag, in_force, measured, shadows;
         uint64_t count, p99, max, wcount, since, diskseq;
@@ -203,14 +201,8 @@ static void explain_stalls(const DeviceView *v) {
                 printf("  %-9s%s\n", "on:", v->cost_on);
         if (v->cost_off)
                 printf("  %-9s%s\n", "off:", v->cost_off);
-        if (!isempty(v->learned)) {
-                char when[64] = "?";
-                time_t t = (time_t) (v->since / USEC_PER_SEC);
-                struct tm tm;
-                if (localtime_r(&t, &tm))
-                        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
-                printf("  %-9s%s since %s: %s\n", "learned:", v->learned, when, v->learned_reason);
-        }
+        if (!isempty(v->learned))
+                ctl_print_learned(v->learned, v->since, v->learned_reason);
 }
 
 int verb_explain(int argc, char **argv) {
@@ -228,7 +220,7 @@ int verb_explain(int argc, char **argv) {
         if (arg_json != JSON_OFF)
                 return verb_status(argc, argv);
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
-                return explain_local(argv[0]);
+                return ctl_explain_local(argv[0]);
 
         /* Every property, StableId included, in one round trip. */
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "GetDeviceProperties", &error,
@@ -242,22 +234,18 @@ int verb_explain(int argc, char **argv) {
                 return log_error_errno(r, "Bad reply to GetDeviceProperties of %s: %m", path);
 
         printf("%s (%s, %s): need %s\n", v.name, v.devnum, v.kind, v.need);
-        print_reasons("because:", v.reasons);
+        ctl_print_lines("because:", v.reasons);
         printf("  %-9sstable writes %s (queue/stable_writes=%d)\n",
                "kernel:", kernel_state_to_string(v.flag, v.in_force), v.flag);
         printf("  %-9s%s (%s): %s\n", "desired:", v.desired, v.source, v.decision);
         printf("  %-9s%s\n", "setting:", v.setting);
-        print_override(v.override_scope, v.override_binding, v.override_source, v.diskseq);
-        print_stable_id(v.stable_id);
+        ctl_print_override(v.override_scope, v.override_binding, v.override_source, v.diskseq);
+        ctl_print_stable_id(v.stable_id);
         explain_stalls(&v);
-        bool first = true;
-        STRV_FOREACH (l, v.mounts) {
-                printf("  %-9s%s\n", first ? "mounts:" : "", *l);
-                first = false;
-        }
+        ctl_print_lines("mounts:", v.mounts);
         ctl_print_consumers(&v.consumers);
         ctl_say_consumer_hazards(v.name, &v.consumers);
         if (need_is_protected(need_from_string(v.need)) && !v.in_force && v.flag != ATTR_ABSENT)
-                say_flag_off(v.name, v.need, v.reasons ? v.reasons[0] : NULL);
+                ctl_say_flag_off(v.name, v.need, v.reasons ? v.reasons[0] : NULL);
         return 0;
 }

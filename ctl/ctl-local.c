@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* status and explain without the daemon: the engine set up here, read-only, from sysfs. */
-#include <time.h>
-
 #include "ctl-consumers.h"
 #include "ctl-local.h"
 #include "ctl-show.h"
@@ -55,8 +53,8 @@ static void say_local_hazards(const Engine *e, const ConsumerSet *consumers, cha
                 ctl_say_consumer_hazards(d->facts->name, consumer_set_find(consumers, d->facts->name));
                 if (!d->facts->hidden && need_is_protected(d->class.need) && !d->class.in_force &&
                     d->facts->stable_writes != ATTR_ABSENT)
-                        say_flag_off(d->facts->name, need_to_string(d->class.need),
-                                     d->class.reasons ? d->class.reasons[0] : NULL);
+                        ctl_say_flag_off(d->facts->name, need_to_string(d->class.need),
+                                         d->class.reasons ? d->class.reasons[0] : NULL);
         }
 }
 
@@ -77,7 +75,7 @@ static int local_resolve_names(Engine *e, int argc, char **argv, char ***ret) {
         return 0;
 }
 
-int status_local(int argc, char **argv) {
+int ctl_status_local(int argc, char **argv) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_strv_free_ char **disks = NULL;
@@ -97,7 +95,7 @@ int status_local(int argc, char **argv) {
         r = ctl_consumers_local(&e, &consumers);
         if (r < 0)
                 return r;
-        t = table_new(status_header);
+        t = table_new(ctl_status_header);
         if (!t)
                 return log_oom();
         for (size_t i = 0; i < e.table.n; i++) {
@@ -118,25 +116,26 @@ int status_local(int argc, char **argv) {
                 if (table_add_row(t, row) < 0)
                         return log_oom();
         }
-        _cleanup_(table_freep) Table *o = table_new(overrides_header);
+        _cleanup_(table_freep) Table *o = table_new(ctl_overrides_header);
         OverrideEntry *entries = NULL;
         size_t n = 0;
         if (!o || engine_list_overrides(&e, disks, &entries, &n) < 0)
                 return log_oom();
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = overrides_add(o, entries[i].disk, setting_to_string(entries[i].setting),
-                                  entries[i].force, entries[i].scope, entries[i].binding, entries[i].source);
+                r = ctl_overrides_add(o, entries[i].disk, setting_to_string(entries[i].setting),
+                                      entries[i].force, entries[i].scope, entries[i].binding,
+                                      entries[i].source);
         override_entries_free(entries, n);
         if (r < 0)
                 return log_oom();
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
-        overrides_print(o);
+        ctl_overrides_print(o);
         say_local_hazards(&e, &consumers, disks);
         return 0;
 }
 
-int explain_local(const char *name) {
+int ctl_explain_local(const char *name) {
         _cleanup_(engine_done) Engine e = {};
         _cleanup_(consumer_set_done) ConsumerSet consumers = {};
 
@@ -150,18 +149,18 @@ int explain_local(const char *name) {
         char buf[32];
         printf("%s (%s, %s): need %s\n", d->facts->name, format_devnum(d->facts->devnum, buf),
                device_kind_to_string(d->facts->kind), need_to_string(d->class.need));
-        print_reasons("because:", d->class.reasons);
+        ctl_print_lines("because:", d->class.reasons);
         printf("  %-9sstable writes %s (queue/stable_writes=%d)\n",
                "kernel:", kernel_state_to_string(d->facts->stable_writes, d->class.in_force),
                d->facts->stable_writes);
         printf("  %-9s%s (%s): %s\n", "desired:", desired_to_string(d->decision.desired),
                desired_source_to_string(d->decision.source), d->decision.reason);
         printf("  %-9s%s\n", "setting:", setting_to_string(d->setting));
-        print_override(d->override_scope, d->override_binding, d->override_source, d->facts->diskseq);
+        ctl_print_override(d->override_scope, d->override_binding, d->override_source, d->facts->diskseq);
         _cleanup_(stable_id_done) StableId id = {};
         _cleanup_free_ char *match =
                 stable_id_pick(d->facts, &e.table, false, &id, NULL) >= 0 ? stable_id_match_text(&id) : NULL;
-        print_stable_id(match);
+        ctl_print_stable_id(match);
         if (d->need_problem)
                 printf("  %-9s%s\n", "problem:", d->need_problem);
         r = ctl_consumers_local(&e, &consumers);
@@ -169,14 +168,7 @@ int explain_local(const char *name) {
                 return r;
         ctl_print_consumers(consumer_set_find(&consumers, d->facts->name));
         say_local_hazards(&e, &consumers, (char *[]){ d->facts->name, NULL });
-        if (d->learned != LEARNED_NONE) {
-                char when[64] = "?";
-                time_t t = (time_t) (d->learned_since_usec / USEC_PER_SEC);
-                struct tm tm;
-                if (localtime_r(&t, &tm))
-                        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %Z", &tm);
-                printf("  %-9s%s since %s: %s\n", "learned:", learned_to_string(d->learned), when,
-                       d->learned_reason);
-        }
+        if (d->learned != LEARNED_NONE)
+                ctl_print_learned(learned_to_string(d->learned), d->learned_since_usec, d->learned_reason);
         return 0;
 }

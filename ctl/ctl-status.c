@@ -61,7 +61,7 @@ static int status_devices(sd_bus *bus, char **disks, const ConsumerSet *consumer
                                "");
         if (r < 0)
                 return ctl_call_error("status", &error, r);
-        t = table_new(status_header);
+        t = table_new(ctl_status_header);
         if (!t)
                 return log_oom();
         r = sd_bus_message_enter_container(reply, 'a', "(sossssbt)");
@@ -103,7 +103,7 @@ static int status_devices(sd_bus *bus, char **disks, const ConsumerSet *consumer
 static int status_overrides(sd_bus *bus, char **disks, Table **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
-        _cleanup_(table_freep) Table *o = table_new(overrides_header);
+        _cleanup_(table_freep) Table *o = table_new(ctl_overrides_header);
         int r;
 
         if (!o)
@@ -122,7 +122,7 @@ static int status_overrides(sd_bus *bus, char **disks, Table **ret) {
                         break;
                 if (strv_length(disks) > 0 && !strv_contains(disks, disk))
                         continue;
-                r = overrides_add(o, disk, setting, force, scope, binding, source);
+                r = ctl_overrides_add(o, disk, setting, force, scope, binding, source);
         }
         if (r == -ENOMEM)
                 return log_oom();
@@ -153,7 +153,7 @@ int verb_status(int argc, char **argv) {
         assert(argv);
 
         if (ctl_bus_open(&bus) < 0 || !ctl_daemon_running(bus))
-                return status_local(argc, argv);
+                return ctl_status_local(argc, argv);
 
         r = ctl_resolve_names(bus, argc, argv, &disks);
         if (r < 0)
@@ -174,7 +174,7 @@ int verb_status(int argc, char **argv) {
                 return r;
         ctl_pager_open();
         table_print(t, stdout, arg_legend);
-        overrides_print(o);
+        ctl_overrides_print(o);
         print_unmounted(bus);
         say_bus_hazards(&consumers, disks);
         return 0;
