@@ -63,53 +63,99 @@ static int read_mounts(sd_bus_message *m, DeviceView *v) {
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
+/* The properties of one type that go into a member of DeviceView as they are. */
+static const struct {
+        const char *name;
+        char type;
+        size_t offset;
+} device_view_fields[] = {
+        { "Name", 's', offsetof(DeviceView, name) },
+        { "Need", 's', offsetof(DeviceView, need) },
+        { "Kind", 's', offsetof(DeviceView, kind) },
+        { "DevNum", 's', offsetof(DeviceView, devnum) },
+        { "Desired", 's', offsetof(DeviceView, desired) },
+        { "DesiredSource", 's', offsetof(DeviceView, source) },
+        { "DecisionReason", 's', offsetof(DeviceView, decision) },
+        { "Setting", 's', offsetof(DeviceView, setting) },
+        { "StallReason", 's', offsetof(DeviceView, stall_reason) },
+        { "Learned", 's', offsetof(DeviceView, learned) },
+        { "LearnedReason", 's', offsetof(DeviceView, learned_reason) },
+        { "KernelFlag", 'i', offsetof(DeviceView, flag) },
+        { "InForce", 'b', offsetof(DeviceView, in_force) },
+        { "StallMeasured", 'b', offsetof(DeviceView, measured) },
+        { "StallCount", 't', offsetof(DeviceView, count) },
+        { "StallP99USec", 't', offsetof(DeviceView, p99) },
+        { "StallMaxUSec", 't', offsetof(DeviceView, max) },
+        { "StallWindowCount", 't', offsetof(DeviceView, wcount) },
+        { "StallShadowMeasured", 'b', offsetof(DeviceView, shadows) },
+        { "StallShadowCount", 't', offsetof(DeviceView, shadow_count) },
+        { "StallShadowP99USec", 't', offsetof(DeviceView, shadow_p99) },
+        { "StallWindowShadowCount", 't', offsetof(DeviceView, wshadow_count) },
+        { "StallDirectWrites", 't', offsetof(DeviceView, direct) },
+        { "CostOn", 's', offsetof(DeviceView, cost_on) },
+        { "CostOff", 's', offsetof(DeviceView, cost_off) },
+        { "LearnedUSec", 't', offsetof(DeviceView, since) },
+        { "OverrideScope", 's', offsetof(DeviceView, override_scope) },
+        { "OverrideBinding", 's', offsetof(DeviceView, override_binding) },
+        { "OverrideSource", 's', offsetof(DeviceView, override_source) },
+        { "DiskSeq", 't', offsetof(DeviceView, diskseq) },
+        { "StableId", 's', offsetof(DeviceView, stable_id) },
+};
+
+/* Reads the container properties of DeviceView: the reasons, the mounts, the consumers. Returns
+ * 1 when prop was one of them, 0 when not, or -errno. */
+static int read_container_property(sd_bus_message *m, const char *prop, const char *contents,
+                                   DeviceView *v) {
+        int r;
+
+        if (streq(prop, "Reasons") && streq(contents, "as")) {
+                r = sd_bus_message_enter_container(m, 'v', "as");
+                if (r >= 0)
+                        r = sd_bus_message_read_strv(m, &v->reasons);
+        } else if (streq(prop, "Mounts") && streq(contents, "a(sssbs)")) {
+                r = sd_bus_message_enter_container(m, 'v', "a(sssbs)");
+                if (r >= 0)
+                        r = read_mounts(m, v);
+        } else if (streq(prop, "Consumers") && streq(contents, "a(ssssbstbs)")) {
+                r = sd_bus_message_enter_container(m, 'v', "a(ssssbstbs)");
+                if (r >= 0)
+                        r = ctl_read_consumers(m, &v->consumers);
+        } else
+                return 0;
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r < 0 ? r : 1;
+}
+
+/* Reads one property of device_view_fields into its member of v. Returns 1 when prop was one
+ * of them, 0 when not, or -errno. */
+static int read_field_property(sd_bus_message *m, const char *prop, const char *contents, DeviceView *v) {
+        for (size_t i = 0; i < ELEMENTSOF(device_view_fields); i++) {
+                char sig[2] = { device_view_fields[i].type, '\0' };
+                int r;
+
+                if (!streq(prop, device_view_fields[i].name) || !streq(contents, sig))
+                        continue;
+                void *p = (char *) v + device_view_fields[i].offset;
+                if (device_view_fields[i].type == 's') {
+                        const char *str;
+                        r = sd_bus_message_read(m, "v", "s", &str);
+                        if (r >= 0 && !(*(char **) p = strdup(str)))
+                                r = -ENOMEM;
+                } else
+                        r = sd_bus_message_read(m, "v", sig, p);
+                return r < 0 ? r : 1;
+        }
+        return 0;
+}
+
 /* Reads the a{sv} of GetDeviceProperties into v; properties it does not know are skipped. */
 static int read_device_view(sd_bus_message *m, DeviceView *v) {
-        static const struct {
-                const char *name;
-                char type;
-                size_t offset;
-        } fields[] = {
-#define F(n, t, field) { n, t, offsetof(DeviceView, field) }
-                F("Name", 's', name),
-                F("Need", 's', need),
-                F("Kind", 's', kind),
-                F("DevNum", 's', devnum),
-                F("Desired", 's', desired),
-                F("DesiredSource", 's', source),
-                F("DecisionReason", 's', decision),
-                F("Setting", 's', setting),
-                F("StallReason", 's', stall_reason),
-                F("Learned", 's', learned),
-                F("LearnedReason", 's', learned_reason),
-                F("KernelFlag", 'i', flag),
-                F("InForce", 'b', in_force),
-                F("StallMeasured", 'b', measured),
-                F("StallCount", 't', count),
-                F("StallP99USec", 't', p99),
-                F("StallMaxUSec", 't', max),
-                F("StallWindowCount", 't', wcount),
-                F("StallShadowMeasured", 'b', shadows),
-                F("StallShadowCount", 't', shadow_count),
-                F("StallShadowP99USec", 't', shadow_p99),
-                F("StallWindowShadowCount", 't', wshadow_count),
-                F("StallDirectWrites", 't', direct),
-                F("CostOn", 's', cost_on),
-                F("CostOff", 's', cost_off),
-                F("LearnedUSec", 't', since),
-                F("OverrideScope", 's', override_scope),
-                F("OverrideBinding", 's', override_binding),
-                F("OverrideSource", 's', override_source),
-                F("DiskSeq", 't', diskseq),
-                F("StableId", 's', stable_id),
-#undef F
-        };
         int r = sd_bus_message_enter_container(m, 'a', "{sv}");
         if (r < 0)
                 return r;
         for (;;) {
                 const char *prop, *contents;
-                bool known = false;
 
                 r = sd_bus_message_enter_container(m, 'e', "sv");
                 if (r <= 0)
@@ -120,43 +166,10 @@ static int read_device_view(sd_bus_message *m, DeviceView *v) {
                 r = sd_bus_message_peek_type(m, NULL, &contents);
                 if (r < 0)
                         return r;
-                if (streq(prop, "Reasons") && streq(contents, "as")) {
-                        r = sd_bus_message_enter_container(m, 'v', "as");
-                        if (r >= 0)
-                                r = sd_bus_message_read_strv(m, &v->reasons);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        known = true;
-                } else if (streq(prop, "Mounts") && streq(contents, "a(sssbs)")) {
-                        r = sd_bus_message_enter_container(m, 'v', "a(sssbs)");
-                        if (r >= 0)
-                                r = read_mounts(m, v);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        known = true;
-                } else if (streq(prop, "Consumers") && streq(contents, "a(ssssbstbs)")) {
-                        r = sd_bus_message_enter_container(m, 'v', "a(ssssbstbs)");
-                        if (r >= 0)
-                                r = ctl_read_consumers(m, &v->consumers);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        known = true;
-                }
-                for (size_t i = 0; !known && i < ELEMENTSOF(fields); i++) {
-                        char sig[2] = { fields[i].type, '\0' };
-                        if (!streq(prop, fields[i].name) || !streq(contents, sig))
-                                continue;
-                        void *p = (char *) v + fields[i].offset;
-                        if (fields[i].type == 's') {
-                                const char *str;
-                                r = sd_bus_message_read(m, "v", "s", &str);
-                                if (r >= 0 && !(*(char **) p = strdup(str)))
-                                        r = -ENOMEM;
-                        } else
-                                r = sd_bus_message_read(m, "v", sig, p);
-                        known = true;
-                }
-                if (r >= 0 && !known)
+                r = read_container_property(m, prop, contents, v);
+                if (r == 0)
+                        r = read_field_property(m, prop, contents, v);
+                if (r == 0)
                         r = sd_bus_message_skip(m, "v");
                 if (r < 0)
                         return r;
