@@ -10,23 +10,6 @@
 #include "log.h"
 #include "util.h"
 
-int ctl_daemon_bus(const char *verb, sd_bus **ret) {
-        assert(verb);
-        assert(ret);
-
-        int r = ctl_bus_open(ret);
-        if (r < 0) {
-                log_error_errno(r, "%s: stablepagesd is not running: cannot connect to the system bus: %m",
-                                verb);
-                return -ESRCH;
-        }
-        if (!ctl_daemon_running(*ret))
-                return log_error_errno(SYNTHETIC_ERRNO(ESRCH),
-                                       "%s: stablepagesd is not running (%s is not on the system bus).",
-                                       verb, BUS_NAME);
-        return 0;
-}
-
 int verb_set(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;

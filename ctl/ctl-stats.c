@@ -158,10 +158,34 @@ static void stalls_text(const Stalls *s, bool first) {
                 print_histogram(s);
 }
 
+/* The names of every disk the daemon knows (ListDevices), in its order, appended to *names.
+ * Returns 0 or -errno (logged). */
+static int list_disk_names(sd_bus *bus, char ***names) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error, &list,
+                               "");
+        if (r < 0)
+                return ctl_call_error("stats", &error, r);
+        r = sd_bus_message_enter_container(list, 'a', "(sossssbt)");
+        while (r >= 0) {
+                const char *name;
+                r = sd_bus_message_read(list, "(sossssbt)", &name, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+                if (r <= 0)
+                        break;
+                if (strv_extend(names, name) < 0)
+                        return log_oom();
+        }
+        if (r < 0)
+                return log_error_errno(r, "Bad reply: %m");
+        return 0;
+}
+
 int verb_stats(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *list = NULL;
         _cleanup_strv_free_ char **names = NULL, **shown_names = NULL;
         int r;
 
@@ -172,27 +196,12 @@ int verb_stats(int argc, char **argv) {
                 return log_error_errno(
                         SYNTHETIC_ERRNO(ESRCH),
                         "stats: stablepagesd is not running: the stall figures are the daemon's.");
-        if (argc > 0) {
-                if (strv_extend(&names, argv[0]) < 0)
-                        return log_oom();
-        } else {
-                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER_INTERFACE, "ListDevices", &error,
-                                       &list, "");
-                if (r < 0)
-                        return ctl_call_error("stats", &error, r);
-                r = sd_bus_message_enter_container(list, 'a', "(sossssbt)");
-                while (r >= 0) {
-                        const char *name;
-                        r = sd_bus_message_read(list, "(sossssbt)", &name, NULL, NULL, NULL, NULL, NULL,
-                                                NULL, NULL);
-                        if (r <= 0)
-                                break;
-                        if (strv_extend(&names, name) < 0)
-                                return log_oom();
-                }
-                if (r < 0)
-                        return log_error_errno(r, "Bad reply: %m");
-        }
+        if (argc > 0)
+                r = strv_extend(&names, argv[0]) < 0 ? log_oom() : 0;
+        else
+                r = list_disk_names(bus, &names);
+        if (r < 0)
+                return r;
 
         uint64_t lost, lost_comms;
         read_losses(bus, &lost, &lost_comms);

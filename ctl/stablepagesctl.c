@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <assert.h>
 #include <getopt.h>
 
-#include "bus-api.h"
 #include "config-build.h"
 #include "ctl.h"
 #include "log.h"
@@ -80,20 +78,66 @@ static void help(void) {
                program_invocation_short_name);
 }
 
+enum {
+        ARG_VERSION = 0x100,
+        ARG_JSON,
+        ARG_NO_LEGEND,
+        ARG_NO_PAGER,
+        ARG_RUNTIME,
+        ARG_FORCE,
+        ARG_APPLY,
+        ARG_REMOUNT,
+        ARG_CONFIG_DIR,
+        ARG_BIND,
+        ARG_NO_ASK_PASSWORD,
+};
+
+/* The options that only set a flag, and what they set it to. */
+static const struct {
+        int option;
+        bool *arg;
+        bool value;
+} flag_options[] = {
+        { ARG_NO_LEGEND, &arg_legend, false },
+        { ARG_NO_PAGER, &arg_pager, false },
+        { ARG_RUNTIME, &arg_runtime, true },
+        { ARG_FORCE, &arg_force, true },
+        { ARG_APPLY, &arg_apply, true },
+        { ARG_REMOUNT, &arg_remount, true },
+        { ARG_NO_ASK_PASSWORD, &arg_ask_password, false },
+};
+
+/* Sets the flag of option c when it is one of flag_options. Returns whether it was. */
+static bool parse_flag_option(int c) {
+        for (size_t i = 0; i < ELEMENTSOF(flag_options); i++)
+                if (flag_options[i].option == c) {
+                        *flag_options[i].arg = flag_options[i].value;
+                        return true;
+                }
+        return false;
+}
+
+/* --json[=pretty|short|off]: no value is short. Returns the mode, or -EINVAL (logged). */
+static int parse_json_mode(const char *s) {
+        if (!s || streq(s, "short"))
+                return JSON_SHORT;
+        if (streq(s, "pretty"))
+                return JSON_PRETTY;
+        if (streq(s, "off"))
+                return JSON_OFF;
+        return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "--json= takes pretty, short or off, not \"%s\".",
+                               s);
+}
+
+/* --bind=id|name. Returns whether the override binds to the kernel name, or -EINVAL (logged). */
+static int parse_bind(const char *s) {
+        if (!streq(s, "id") && !streq(s, "name"))
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "--bind= takes id or name, not \"%s\".", s);
+        return streq(s, "name");
+}
+
+/* Returns 1 to go on to the verb, 0 when done (--help, --version), or -EINVAL (logged). */
 static int parse_argv(int argc, char *argv[]) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_JSON,
-                ARG_NO_LEGEND,
-                ARG_NO_PAGER,
-                ARG_RUNTIME,
-                ARG_FORCE,
-                ARG_APPLY,
-                ARG_REMOUNT,
-                ARG_CONFIG_DIR,
-                ARG_BIND,
-                ARG_NO_ASK_PASSWORD,
-        };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -109,9 +153,11 @@ static int parse_argv(int argc, char *argv[]) {
                 { "no-ask-password", no_argument, NULL, ARG_NO_ASK_PASSWORD },
                 {},
         };
-        int c;
+        int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (parse_flag_option(c))
+                        continue;
                 switch (c) {
                 case 'h':
                         help();
@@ -120,113 +166,27 @@ static int parse_argv(int argc, char *argv[]) {
                         printf("stablepagesctl %s\n", PACKAGE_VERSION);
                         return 0;
                 case ARG_JSON:
-                        if (!optarg || streq(optarg, "short"))
-                                arg_json = JSON_SHORT;
-                        else if (streq(optarg, "pretty"))
-                                arg_json = JSON_PRETTY;
-                        else if (streq(optarg, "off"))
-                                arg_json = JSON_OFF;
-                        else
-                                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
-                                                       "--json= takes pretty, short or off, not \"%s\".",
-                                                       optarg);
-                        break;
-                case ARG_NO_LEGEND:
-                        arg_legend = false;
-                        break;
-                case ARG_NO_PAGER:
-                        arg_pager = false;
-                        break;
-                case ARG_RUNTIME:
-                        arg_runtime = true;
-                        break;
-                case ARG_FORCE:
-                        arg_force = true;
-                        break;
-                case ARG_APPLY:
-                        arg_apply = true;
-                        break;
-                case ARG_REMOUNT:
-                        arg_remount = true;
+                        r = parse_json_mode(optarg);
+                        if (r < 0)
+                                return r;
+                        arg_json = r;
                         break;
                 case ARG_CONFIG_DIR:
                         arg_config_dir = optarg;
                         break;
                 case ARG_BIND:
-                        if (!streq(optarg, "id") && !streq(optarg, "name"))
-                                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
-                                                       "--bind= takes id or name, not \"%s\".", optarg);
-                        arg_bind_name = streq(optarg, "name");
-                        break;
-                case ARG_NO_ASK_PASSWORD:
-                        arg_ask_password = false;
+                        r = parse_bind(optarg);
+                        if (r < 0)
+                                return r;
+                        arg_bind_name = r;
                         break;
                 case '?':
                         return -EINVAL;
                 default:
                         abort();
                 }
+        }
         return 1;
-}
-
-int ctl_bus_open(sd_bus **ret) {
-        assert(ret);
-
-        int r = sd_bus_open_system(ret);
-        if (r < 0)
-                return r;
-        return 0;
-}
-
-bool ctl_daemon_running(sd_bus *bus) {
-        if (!bus)
-                return false;
-        if (sd_bus_get_name_creds(bus, BUS_NAME, 0, NULL) >= 0)
-                return true;
-        /* Not on the bus: a call to the name starts the daemon where it is D-Bus activatable
-         * (org.stablepages1.service in system-services, as the package installs it); elsewhere
-         * the bus answers ServiceUnknown at once. */
-        return sd_bus_call_method(bus, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", NULL, NULL,
-                                  NULL) >= 0;
-}
-
-int ctl_call_error(const char *what, const sd_bus_error *error, int r) {
-        assert(what);
-        assert(error);
-
-        if (sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.ServiceUnknown") ||
-            sd_bus_error_has_name(error, "org.freedesktop.DBus.Error.NameHasNoOwner"))
-                return log_error_errno(SYNTHETIC_ERRNO(ESRCH),
-                                       "%s: stablepagesd is not running (%s is not on the system bus).",
-                                       what, BUS_NAME);
-        const char *message = error->message ?: error->name;
-        size_t n = strlen(what);
-        /* The daemon's messages name the device already: no "sdb: sdb: ...". */
-        if (sd_bus_error_is_set(error) && strneq(message, what, n) && message[n] == ':')
-                log_error("%s", message);
-        else if (sd_bus_error_is_set(error))
-                log_error("%s: %s", what, message);
-        else
-                log_error_errno(r, "%s: %m", what);
-        if (sd_bus_error_has_name(error, BUS_ERROR_NO_SUCH_DEVICE))
-                return -ENODEV;
-        if (sd_bus_error_has_name(error, BUS_ERROR_INVALID_NAME))
-                return -EINVAL;
-        /* Any other reply is a failure (exit 1), whatever errno sd-bus gives its name
-         * (org.freedesktop.DBus.Error.InvalidArgs is -EINVAL). */
-        return sd_bus_error_is_set(error) ? -EIO : r;
-}
-
-void ctl_ask_password(sd_bus *bus) {
-        assert(bus);
-
-        if (!arg_ask_password)
-                return;
-        (void) polkit_agent_open();
-        (void) sd_bus_set_allow_interactive_authorization(bus, true);
-        /* The daemon's answer comes when polkit's does, after the password; a little later when
-         * polkit gave up waiting for it. */
-        (void) sd_bus_set_method_call_timeout(bus, BUS_POLKIT_TIMEOUT_USEC + 10 * USEC_PER_SEC);
 }
 
 void ctl_json_begin(JsonWriter *w) {

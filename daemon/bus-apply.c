@@ -42,7 +42,7 @@ static int pending_apply_reply(PendingApply *p) {
                 r = sd_bus_message_append(reply, "(sbbbs)", p->entries[i].disk, p->entries[i].ok,
                                           p->entries[i].changed, p->entries[i].value,
                                           bus_string(&strings, p->entries[i].message));
-        return reply_send_array(reply, &strings, r);
+        return bus_reply_send_array(reply, &strings, r);
 }
 
 /* One disk's cycles are over: each filesystem's sentence goes on a line of its own. */
@@ -135,7 +135,7 @@ static int apply_authorized(sd_bus_message *m, void *userdata, sd_bus_error *err
 
         r = sd_bus_message_rewind(m, true);
         if (r >= 0)
-                r = read_disks(m, b, APPLY_FLAGS_ALL, &disks, &flags, error);
+                r = bus_read_disks(m, b, APPLY_FLAGS_ALL, &disks, &flags, error);
         if (r < 0)
                 return r;
         if (!disks) /* none named: every managed disk not left alone */
@@ -164,7 +164,7 @@ static int apply_authorized(sd_bus_message *m, void *userdata, sd_bus_error *err
                 if (r >= 0)
                         r = strings.error;
         }
-        return reply_send_array(reply, NULL, r);
+        return bus_reply_send_array(reply, NULL, r);
 }
 
 int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -174,10 +174,11 @@ int method_apply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 
         /* Every name is checked before polkit is asked: a caller cannot keep a huge message
          * waiting for it. */
-        int r = read_disks(m, b, APPLY_FLAGS_ALL, &disks, &flags, error);
+        int r = bus_read_disks(m, b, APPLY_FLAGS_ALL, &disks, &flags, error);
         if (r < 0)
                 return r;
-        return bus_authorize(b->auth, m, flags & APPLY_FLAG_REMOUNT ? actions_remount : actions_runtime,
+        return bus_authorize(b->auth, m,
+                             flags & APPLY_FLAG_REMOUNT ? bus_actions_remount : bus_actions_runtime,
                              apply_authorized, b, error);
 }
 
@@ -195,7 +196,7 @@ static int reload_authorized(sd_bus_message *m, void *userdata, sd_bus_error *er
                 config_diags_print(&diags, f);
                 if (fclose(f) != 0)
                         return -ENOMEM;
-                return reply_error(error, BUS_ERROR_CONFIG_INVALID, "%s", strstrip_trailing(text));
+                return bus_reply_error(error, BUS_ERROR_CONFIG_INVALID, "%s", strstrip_trailing(text));
         }
         if (r < 0)
                 return r;
@@ -204,5 +205,5 @@ static int reload_authorized(sd_bus_message *m, void *userdata, sd_bus_error *er
 
 int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusService *b = userdata;
-        return bus_authorize(b->auth, m, actions_runtime, reload_authorized, b, error);
+        return bus_authorize(b->auth, m, bus_actions_runtime, reload_authorized, b, error);
 }

@@ -35,11 +35,11 @@ int method_get_config(sd_bus_message *m, void *userdata, sd_bus_error *error) {
                 return r;
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
-                r = append_strv_escaped(reply, c->files);
+                r = bus_append_strv_escaped(reply, c->files);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(ssssa(su))");
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = append_entry(reply, &strings, &entries[i]);
         config_entries_free(entries, n);
-        return reply_send_array(reply, &strings, r);
+        return bus_reply_send_array(reply, &strings, r);
 }

@@ -42,7 +42,7 @@ int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *error) 
                 r = sd_bus_message_open_container(reply, 'a', "(sossssbt)");
         for (size_t i = 0; r >= 0 && i < manager_n_devices(b->manager); i++) {
                 EngineDevice *d = manager_device(b->manager, i);
-                _cleanup_free_ char *path = device_path(d->facts->name),
+                _cleanup_free_ char *path = bus_device_path(d->facts->name),
                                     *mounts = mounts_summary(b->manager, d->facts->name);
                 StallStats total;
                 if (!path || !mounts)
@@ -56,7 +56,7 @@ int method_list_devices(sd_bus_message *m, void *userdata, sd_bus_error *error) 
                                           desired_to_string(d->decision.desired), mounts,
                                           manager_count_pending(b->manager, d->facts->name) > 0, p99);
         }
-        return reply_send_array(reply, NULL, r);
+        return bus_reply_send_array(reply, NULL, r);
 }
 
 int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -79,7 +79,7 @@ int method_list_filesystems(sd_bus_message *m, void *userdata, sd_bus_error *err
                                           (*t)->effective ? "on" : "off",
                                           effective_origin_to_string((*t)->origin), (*t)->pending,
                                           bus_string(&strings, (*t)->reason));
-        return reply_send_array(reply, &strings, r);
+        return bus_reply_send_array(reply, &strings, r);
 }
 
 int append_consumer(sd_bus_message *reply, const Consumer *c) {
@@ -113,7 +113,7 @@ int method_list_consumers(sd_bus_message *m, void *userdata, sd_bus_error *error
                                 r = sd_bus_message_close_container(reply);
                 }
         }
-        return reply_send_array(reply, NULL, r);
+        return bus_reply_send_array(reply, NULL, r);
 }
 
 int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -138,7 +138,7 @@ int method_list_overrides(sd_bus_message *m, void *userdata, sd_bus_error *error
                                           entries[i].scope, bus_string(&strings, entries[i].binding),
                                           bus_string(&strings, entries[i].source));
         override_entries_free(entries, n);
-        return reply_send_array(reply, &strings, r);
+        return bus_reply_send_array(reply, &strings, r);
 }
 
 /* The disk a call names and its object path (*ret_path, to free). Returns 0, or what a method
@@ -148,7 +148,7 @@ static int read_device_path(sd_bus_message *m, BusService *b, EngineDevice **ret
         int r = bus_read_device(m, b, ret, error);
         if (r < 0)
                 return r;
-        *ret_path = device_path((*ret)->facts->name);
+        *ret_path = bus_device_path((*ret)->facts->name);
         return *ret_path ? 0 : -ENOMEM;
 }
 
@@ -263,7 +263,7 @@ int method_dump_json(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         JsonWriter w;
         int r;
 
-        r = read_disks(m, b, DUMP_FLAGS_ALL, &disks, &flags, error);
+        r = bus_read_disks(m, b, DUMP_FLAGS_ALL, &disks, &flags, error);
         if (r < 0)
                 return r;
 

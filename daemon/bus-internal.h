@@ -44,7 +44,7 @@ struct BusService {
 
 /* An error whose message may quote strings from the kernel or from users: made valid UTF-8
  * (utf8.h), which sd-bus needs to send it at all. */
-int reply_error(sd_bus_error *error, const char *name, const char *format, ...) _printf_(3, 4);
+int bus_reply_error(sd_bus_error *error, const char *name, const char *format, ...) _printf_(3, 4);
 
 /* Strings from the kernel and from users that go out in one message, made valid UTF-8: the
  * escaped copies live until the set is freed. A failed copy makes the string "" and sets
@@ -60,13 +60,13 @@ const char *bus_string(BusStrings *s, const char *text);
 void bus_strings_done(BusStrings *s);
 
 /* Appends text, escaped, as an "s". */
-int append_string_escaped(sd_bus_message *reply, const char *text);
+int bus_append_string_escaped(sd_bus_message *reply, const char *text);
 /* Appends the strings of l, escaped, as an "as". */
-int append_strv_escaped(sd_bus_message *reply, char *const *l);
+int bus_append_strv_escaped(sd_bus_message *reply, char *const *l);
 
 /* Closes the array a reply ends with and sends the reply, unless r (how building it went) or the
  * error of strings (NULL: none) is negative. Returns what a method handler returns. */
-int reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r);
+int bus_reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r);
 
 /* The first bytes of a caller's string for an error message: at most max bytes, cut on a
  * character boundary, "…" when cut. */
@@ -74,10 +74,10 @@ int reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r);
 #define QUOTE_MORE(s, max) (strlen(s) > (max) ? "…" : "")
 
 /* The object path of the disk of that name; NULL on ENOMEM. */
-char *device_path(const char *name);
+char *bus_device_path(const char *name);
 
 /* Validates a caller's device name and finds its disk. */
-int find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error);
+int bus_find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error);
 
 /* Reads a device name (the "s" at the current position of m), validates it and finds its disk.
  * Returns 0, or what a method handler returns. */
@@ -88,15 +88,15 @@ int bus_read_device(sd_bus_message *m, BusService *b, EngineDevice **ret, sd_bus
  * outside known_flags, an invalid name, a name of no disk. *ret_disks gets each disk's name
  * once, in the order given: NULL when the call names none. Returns 0, or what a method handler
  * returns. */
-int read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***ret_disks,
-               uint64_t *ret_flags, sd_bus_error *error);
+int bus_read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***ret_disks,
+                   uint64_t *ret_flags, sd_bus_error *error);
 
 /* The polkit actions of the calls (bus-util.c). */
-extern const char *const actions_runtime[];
-extern const char *const actions_persistent[];
-extern const char *const actions_runtime_force[];
-extern const char *const actions_persistent_force[];
-extern const char *const actions_remount[];
+extern const char *const bus_actions_runtime[];
+extern const char *const bus_actions_persistent[];
+extern const char *const bus_actions_runtime_force[];
+extern const char *const bus_actions_persistent_force[];
+extern const char *const bus_actions_remount[];
 
 /* The q-quantile of the waits of s: 0 without waits, STALL_UNMEASURED_USEC when durations are
  * not measured. */

@@ -23,7 +23,7 @@ static int check_interlock(BusService *b, const EngineDevice *d, Setting setting
                    need_to_string(d->class.need));
         (void) sd_bus_emit_signal(b->bus, BUS_PATH, BUS_MANAGER_INTERFACE, "Refused", "ss", disk,
                                   "need is required or unknown and force was not given");
-        return reply_error(
+        return bus_reply_error(
                 error, BUS_ERROR_REFUSED,
                 "refusing to turn off stable writes on %s: need is %s (%s); use --force to override", disk,
                 need_to_string(d->class.need), d->class.reasons ? d->class.reasons[0] : "no reason");
@@ -39,21 +39,22 @@ static int store_override(BusService *b, const char *disk, Setting setting, uint
         if (flags & SET_FLAG_RUNTIME) {
                 r = manager_set_override(b->manager, disk, setting, force);
                 if (r == -EOPNOTSUPP)
-                        return reply_error(error, BUS_ERROR_NO_IDENTITY,
-                                           "%s: the kernel gives this disk no diskseq (Linux 5.15 and later "
-                                           "do): a runtime override could not be told apart from the next "
-                                           "disk that takes the name; use a persistent override",
-                                           disk);
+                        return bus_reply_error(
+                                error, BUS_ERROR_NO_IDENTITY,
+                                "%s: the kernel gives this disk no diskseq (Linux 5.15 and later "
+                                "do): a runtime override could not be told apart from the next "
+                                "disk that takes the name; use a persistent override",
+                                disk);
                 return r;
         }
         r = manager_set_persistent(b->manager, disk, setting, force, flags & SET_FLAG_BIND_NAME, ret_done);
         if (r < 0 && r != -ENOMEM)
-                return reply_error(error,
-                                   r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
-                                   : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
-                                   : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
-                                                  : BUS_ERROR_APPLY_FAILED,
-                                   "%s", *ret_done ?: strerror(-r));
+                return bus_reply_error(error,
+                                       r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
+                                       : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
+                                       : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                      : BUS_ERROR_APPLY_FAILED,
+                                       "%s", *ret_done ?: strerror(-r));
         return r;
 }
 
@@ -64,8 +65,8 @@ static int apply_now(BusService *b, const char *disk, sd_bus_error *error) {
         int r = manager_apply_device(b->manager, disk, &res);
 
         if (r < 0 && r != -ENOMEM)
-                return reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED, "%s",
-                                   res.message ?: strerror(-r));
+                return bus_reply_error(error, r == -EPERM ? BUS_ERROR_REFUSED : BUS_ERROR_APPLY_FAILED, "%s",
+                                       res.message ?: strerror(-r));
         return r;
 }
 
@@ -107,7 +108,7 @@ static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bu
         if (r < 0)
                 return r;
         Setting setting = setting_from_string(mode);
-        r = find_device(b, name, &d, error);
+        r = bus_find_device(b, name, &d, error);
         if (r < 0)
                 return r;
         r = check_interlock(b, d, setting, flags & SET_FLAG_FORCE, error);
@@ -127,7 +128,7 @@ static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bu
 
         d = manager_find_device(b->manager, disk);
         if (!d)
-                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: disappeared", disk);
+                return bus_reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: disappeared", disk);
         msg = set_device_policy_reply(d, setting, flags, done);
         if (!msg)
                 return -ENOMEM;
@@ -138,8 +139,8 @@ static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bu
 
 static const char *const *set_device_policy_actions(uint64_t flags) {
         if (flags & SET_FLAG_FORCE)
-                return flags & SET_FLAG_RUNTIME ? actions_runtime_force : actions_persistent_force;
-        return flags & SET_FLAG_RUNTIME ? actions_runtime : actions_persistent;
+                return flags & SET_FLAG_RUNTIME ? bus_actions_runtime_force : bus_actions_persistent_force;
+        return flags & SET_FLAG_RUNTIME ? bus_actions_runtime : bus_actions_persistent;
 }
 
 int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -152,27 +153,29 @@ int method_set_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *er
         if (r < 0)
                 return r;
         if (setting_from_string(mode) < 0)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
-                                   "Unknown mode \"%.*s%s\": expected on, off or auto",
-                                   QUOTE_LENGTH(mode, 32), mode, QUOTE_MORE(mode, 32));
+                return bus_reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
+                                       "Unknown mode \"%.*s%s\": expected on, off or auto",
+                                       QUOTE_LENGTH(mode, 32), mode, QUOTE_MORE(mode, 32));
         if (flags & ~SET_FLAGS_ALL)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
-                                   flags & ~SET_FLAGS_ALL);
+                return bus_reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                       flags & ~SET_FLAGS_ALL);
         if ((flags & SET_FLAG_RUNTIME) && (flags & SET_FLAG_BIND_NAME))
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
-                                   "A runtime override is bound to the disk itself (its diskseq), never to "
-                                   "its name: flag 0x%" PRIx64 " is for persistent overrides",
-                                   SET_FLAG_BIND_NAME);
-        r = find_device(b, name, &d, error);
+                return bus_reply_error(
+                        error, SD_BUS_ERROR_INVALID_ARGS,
+                        "A runtime override is bound to the disk itself (its diskseq), never to "
+                        "its name: flag 0x%" PRIx64 " is for persistent overrides",
+                        SET_FLAG_BIND_NAME);
+        r = bus_find_device(b, name, &d, error);
         if (r < 0)
                 return r;
         if ((flags & SET_FLAG_FORCE) && (flags & SET_FLAG_BIND_NAME))
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
-                                   "%s: a forced override is never bound to the kernel name, which goes to "
-                                   "whichever disk takes it: bind it to the disk's identity (without flag "
-                                   "0x%" PRIx64 ") or set it at run time (flag 0x%" PRIx64
-                                   ", bound to this disk's diskseq)",
-                                   d->facts->name, SET_FLAG_BIND_NAME, SET_FLAG_RUNTIME);
+                return bus_reply_error(
+                        error, SD_BUS_ERROR_INVALID_ARGS,
+                        "%s: a forced override is never bound to the kernel name, which goes to "
+                        "whichever disk takes it: bind it to the disk's identity (without flag "
+                        "0x%" PRIx64 ") or set it at run time (flag 0x%" PRIx64
+                        ", bound to this disk's diskseq)",
+                        d->facts->name, SET_FLAG_BIND_NAME, SET_FLAG_RUNTIME);
         return bus_authorize(b->auth, m, set_device_policy_actions(flags), set_device_policy_authorized, b,
                              error);
 }
@@ -191,22 +194,22 @@ static int reset_device_policy_authorized(sd_bus_message *m, void *userdata, sd_
                 r = sd_bus_message_read(m, "st", &name, &flags);
         if (r < 0)
                 return r;
-        r = find_device(b, name, &d, error);
+        r = bus_find_device(b, name, &d, error);
         if (r < 0)
                 return r;
         r = manager_reset_overrides(b->manager, name, flags & SET_FLAG_RUNTIME, &removed, &problem);
         if (r < 0 && r != -ENOMEM)
-                return reply_error(error,
-                                   r == -EINVAL   ? BUS_ERROR_CONFIG_INVALID
-                                   : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
-                                                  : BUS_ERROR_APPLY_FAILED,
-                                   "%s", problem ?: strerror(-r));
+                return bus_reply_error(error,
+                                       r == -EINVAL   ? BUS_ERROR_CONFIG_INVALID
+                                       : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
+                                                      : BUS_ERROR_APPLY_FAILED,
+                                       "%s", problem ?: strerror(-r));
         if (r < 0)
                 return r;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         r = sd_bus_message_new_method_return(m, &reply);
         if (r >= 0)
-                r = append_strv_escaped(reply, removed);
+                r = bus_append_strv_escaped(reply, removed);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -222,11 +225,12 @@ int method_reset_device_policy(sd_bus_message *m, void *userdata, sd_bus_error *
         if (r < 0)
                 return r;
         if (flags & ~SET_FLAG_RUNTIME)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
-                                   flags & ~SET_FLAG_RUNTIME);
-        r = find_device(b, name, &d, error);
+                return bus_reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                       flags & ~SET_FLAG_RUNTIME);
+        r = bus_find_device(b, name, &d, error);
         if (r < 0)
                 return r;
-        return bus_authorize(b->auth, m, flags & SET_FLAG_RUNTIME ? actions_runtime : actions_persistent,
+        return bus_authorize(b->auth, m,
+                             flags & SET_FLAG_RUNTIME ? bus_actions_runtime : bus_actions_persistent,
                              reset_device_policy_authorized, b, error);
 }

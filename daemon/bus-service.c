@@ -18,7 +18,7 @@
 
 static void on_manager_event(Manager *m, const ManagerEvent *ev, void *userdata) {
         BusService *b = userdata;
-        _cleanup_free_ char *path = ev->device ? device_path(ev->device) : NULL;
+        _cleanup_free_ char *path = ev->device ? bus_device_path(ev->device) : NULL;
         _cleanup_(bus_strings_done) BusStrings strings = {};
         int r = 0;
 

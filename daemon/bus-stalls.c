@@ -115,10 +115,10 @@ static int reset_stalls_authorized(sd_bus_message *m, void *userdata, sd_bus_err
                 return r;
         r = manager_reset_stalls(b->manager, name);
         if (r == -EOPNOTSUPP)
-                return reply_error(error, SD_BUS_ERROR_NOT_SUPPORTED, "No stall probe is running: %s",
-                                   manager_stall_reason(b->manager));
+                return bus_reply_error(error, SD_BUS_ERROR_NOT_SUPPORTED, "No stall probe is running: %s",
+                                       manager_stall_reason(b->manager));
         if (r == -ENODEV)
-                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
+                return bus_reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(m, "");
@@ -133,9 +133,9 @@ int method_reset_stalls(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         if (r < 0)
                 return r;
         if (!isempty(name)) {
-                r = find_device(b, name, &d, error);
+                r = bus_find_device(b, name, &d, error);
                 if (r < 0)
                         return r;
         }
-        return bus_authorize(b->auth, m, actions_runtime, reset_stalls_authorized, b, error);
+        return bus_authorize(b->auth, m, bus_actions_runtime, reset_stalls_authorized, b, error);
 }

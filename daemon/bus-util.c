@@ -8,7 +8,7 @@
 #include "bus-internal.h"
 #include "util.h"
 
-int reply_error(sd_bus_error *error, const char *name, const char *format, ...) {
+int bus_reply_error(sd_bus_error *error, const char *name, const char *format, ...) {
         _cleanup_free_ char *text = NULL, *escaped = NULL;
         va_list ap;
 
@@ -49,14 +49,14 @@ void bus_strings_done(BusStrings *s) {
         *s = (BusStrings){};
 }
 
-int append_string_escaped(sd_bus_message *reply, const char *text) {
+int bus_append_string_escaped(sd_bus_message *reply, const char *text) {
         _cleanup_(bus_strings_done) BusStrings strings = {};
         const char *t = bus_string(&strings, text);
         return strings.error < 0 ? strings.error : sd_bus_message_append(reply, "s", t);
 }
 
 /* Appends the strings of l, escaped, as an "as". */
-int append_strv_escaped(sd_bus_message *reply, char *const *l) {
+int bus_append_strv_escaped(sd_bus_message *reply, char *const *l) {
         _cleanup_(bus_strings_done) BusStrings strings = {};
         int r = sd_bus_message_open_container(reply, 'a', "s");
 
@@ -68,7 +68,7 @@ int append_strv_escaped(sd_bus_message *reply, char *const *l) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-int reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r) {
+int bus_reply_send_array(sd_bus_message *reply, const BusStrings *strings, int r) {
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0 && strings)
@@ -90,10 +90,11 @@ static int read_names(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *
                 return r;
         while ((r = sd_bus_message_read_basic(m, 's', &name)) > 0) {
                 if (n >= max)
-                        return reply_error(error, SD_BUS_ERROR_INVALID_ARGS,
-                                           "More names than the %zu disks there are: name each disk once (a "
-                                           "partition names its disk)",
-                                           max);
+                        return bus_reply_error(
+                                error, SD_BUS_ERROR_INVALID_ARGS,
+                                "More names than the %zu disks there are: name each disk once (a "
+                                "partition names its disk)",
+                                max);
                 if (strv_extend_with_size(&names, &n, name) < 0)
                         return -ENOMEM;
         }
@@ -106,27 +107,27 @@ static int read_names(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *
         return 0;
 }
 
-char *device_path(const char *name) {
+char *bus_device_path(const char *name) {
         char *p = NULL;
         return sd_bus_path_encode(BUS_DEVICE_PREFIX, name, &p) < 0 ? NULL : p;
 }
 
-int find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error) {
+int bus_find_device(BusService *b, const char *name, EngineDevice **ret, sd_bus_error *error) {
         if (!device_name_is_valid(name))
-                return reply_error(
+                return bus_reply_error(
                         error, BUS_ERROR_INVALID_NAME,
                         "Invalid device name \"%.*s%s\": at most 64 characters of [A-Za-z0-9._:+-], "
                         "not \".\" or \"..\"",
                         QUOTE_LENGTH(name, 64), name, QUOTE_MORE(name, 64));
         EngineDevice *d = manager_find_device(b->manager, name);
         if (!d)
-                return reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
+                return bus_reply_error(error, BUS_ERROR_NO_SUCH_DEVICE, "%s: no such block device", name);
         *ret = d;
         return 0;
 }
 
-int read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***ret_disks,
-               uint64_t *ret_flags, sd_bus_error *error) {
+int bus_read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***ret_disks,
+                   uint64_t *ret_flags, sd_bus_error *error) {
         _cleanup_strv_free_ char **names = NULL, **disks = NULL;
         uint64_t flags;
 
@@ -138,11 +139,11 @@ int read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***r
         if (r < 0)
                 return r;
         if (flags & ~known_flags)
-                return reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
-                                   flags & ~known_flags);
+                return bus_reply_error(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64,
+                                       flags & ~known_flags);
         STRV_FOREACH (n, names) {
                 EngineDevice *d;
-                r = find_device(b, *n, &d, error);
+                r = bus_find_device(b, *n, &d, error);
                 if (r < 0)
                         return r;
                 if (!strv_contains(disks, d->facts->name) && strv_extend(&disks, d->facts->name) < 0)
@@ -156,7 +157,7 @@ int read_disks(sd_bus_message *m, BusService *b, uint64_t known_flags, char ***r
 int bus_read_device(sd_bus_message *m, BusService *b, EngineDevice **ret, sd_bus_error *error) {
         const char *name;
         int r = sd_bus_message_read(m, "s", &name);
-        return r < 0 ? r : find_device(b, name, ret, error);
+        return r < 0 ? r : bus_find_device(b, name, ret, error);
 }
 
 /* The polkit actions of the calls: a runtime change, a persistent one (a drop-in in /etc, whether
@@ -164,8 +165,8 @@ int bus_read_device(sd_bus_message *m, BusService *b, EngineDevice **ret, sd_bus
  * the runtime flag removes drop-ins too), and on top the force (on
  * a device that needs stable writes: the flag is what counts, so that a need that changes
  * while polkit decides cannot let a call through unforced) and the unmount + mount cycle. */
-const char *const actions_runtime[] = { BUS_POLKIT_RUNTIME, NULL };
-const char *const actions_persistent[] = { BUS_POLKIT_PERSISTENT, NULL };
-const char *const actions_runtime_force[] = { BUS_POLKIT_RUNTIME, BUS_POLKIT_FORCE, NULL };
-const char *const actions_persistent_force[] = { BUS_POLKIT_PERSISTENT, BUS_POLKIT_FORCE, NULL };
-const char *const actions_remount[] = { BUS_POLKIT_RUNTIME, BUS_POLKIT_REMOUNT, NULL };
+const char *const bus_actions_runtime[] = { BUS_POLKIT_RUNTIME, NULL };
+const char *const bus_actions_persistent[] = { BUS_POLKIT_PERSISTENT, NULL };
+const char *const bus_actions_runtime_force[] = { BUS_POLKIT_RUNTIME, BUS_POLKIT_FORCE, NULL };
+const char *const bus_actions_persistent_force[] = { BUS_POLKIT_PERSISTENT, BUS_POLKIT_FORCE, NULL };
+const char *const bus_actions_remount[] = { BUS_POLKIT_RUNTIME, BUS_POLKIT_REMOUNT, NULL };

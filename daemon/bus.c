@@ -54,7 +54,7 @@ static int property_get_stall_probe_reason(sd_bus *bus, const char *path, const 
                                            const char *property, sd_bus_message *reply, void *userdata,
                                            sd_bus_error *error) {
         BusService *b = userdata;
-        return append_string_escaped(reply, manager_stall_reason(b->manager));
+        return bus_append_string_escaped(reply, manager_stall_reason(b->manager));
 }
 
 static int property_get_unmounted(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -189,7 +189,7 @@ int device_enumerate(sd_bus *bus, const char *path, void *userdata, char ***node
         size_t n = 0;
 
         for (size_t i = 0; i < manager_n_devices(b->manager); i++) {
-                char *p = device_path(manager_device(b->manager, i)->facts->name);
+                char *p = bus_device_path(manager_device(b->manager, i)->facts->name);
                 if (!p)
                         return -ENOMEM;
                 int r = strv_extend_with_size(&l, &n, p);
@@ -240,7 +240,7 @@ static int device_stall_figures(sd_bus *bus, const EngineDevice *d, const StallF
                                        const char *property, sd_bus_message *reply, void *userdata,         \
                                        sd_bus_error *error) {                                               \
                 const EngineDevice *d = userdata;                                                           \
-                return append_string_escaped(reply, expr);                                                  \
+                return bus_append_string_escaped(reply, expr);                                              \
         }
 
 /* The same for a stall figure: f holds the figures of the request. */
@@ -302,7 +302,7 @@ DEFINE_DEVICE_STALL_PROPERTY(mirror_diverged, "b", f->mirror && f->fig.diverged)
 static int property_get_reasons(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const EngineDevice *d = userdata;
-        return append_strv_escaped(reply, d->class.reasons);
+        return bus_append_strv_escaped(reply, d->class.reasons);
 }
 
 static int property_get_stable_id(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -318,7 +318,7 @@ static int property_get_stable_id(sd_bus *bus, const char *path, const char *int
         match = r >= 0 ? stable_id_match_text(&id) : NULL;
         if (r >= 0 && !match)
                 return -ENOMEM;
-        return append_string_escaped(reply, match);
+        return bus_append_string_escaped(reply, match);
 }
 
 static int property_get_mounts(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -362,7 +362,7 @@ static int property_get_stall_reason(sd_bus *bus, const char *path, const char *
                                      sd_bus_error *error) {
         const StallFigures *f;
         int r = device_stall_figures(bus, userdata, &f);
-        return r < 0 ? r : append_string_escaped(reply, f->reason);
+        return r < 0 ? r : bus_append_string_escaped(reply, f->reason);
 }
 
 static int property_get_cost(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -370,7 +370,8 @@ static int property_get_cost(sd_bus *bus, const char *path, const char *interfac
         const StallFigures *f;
         int r = device_stall_figures(bus, userdata, &f);
         return r < 0 ? r
-                     : append_string_escaped(reply, streq(property, "CostOn") ? f->cost_on : f->cost_off);
+                     : bus_append_string_escaped(reply,
+                                                 streq(property, "CostOn") ? f->cost_on : f->cost_off);
 }
 
 #define DEVICE_PROPERTY(name, sig, getter)                                                                  \

@@ -54,24 +54,113 @@ static void help(void) {
                program_invocation_short_name, CONFIG_FILE, RUNTIME_DIR, STATE_DIR);
 }
 
+enum {
+        ARG_VERSION = 0x100,
+        ARG_JSON,
+        ARG_CONFIG_FILE,
+        ARG_CONFIG_DIR,
+        ARG_RUNTIME_DIR,
+        ARG_STATE_DIR,
+        ARG_SYSFS_ROOT,
+        ARG_UDEV_DATA_DIR,
+        ARG_KERNEL_RELEASE,
+        ARG_LOG_LEVEL,
+        ARG_BUS_INTROSPECT,
+        ARG_LOG_TARGET,
+        ARG_ACTION,
+        ARG_DISKSEQ,
+        ARG_ALL,
+};
+
+/* The options whose value is kept as it is, and where. */
+static const struct {
+        int option;
+        const char **arg;
+} string_options[] = {
+        { ARG_CONFIG_FILE, &arg_engine.config_file },
+        { ARG_RUNTIME_DIR, &arg_engine.runtime_dir },
+        { ARG_STATE_DIR, &arg_engine.state_dir },
+        { ARG_SYSFS_ROOT, &arg_engine.sysfs_root },
+        { ARG_UDEV_DATA_DIR, &arg_engine.udev_data_dir },
+        { ARG_KERNEL_RELEASE, &arg_engine.kernel_release },
+        { ARG_ACTION, &arg_action },
+};
+
+/* Keeps the value of option c when it is one of string_options. Returns whether it was. */
+static bool parse_string_option(int c, const char *value) {
+        for (size_t i = 0; i < ELEMENTSOF(string_options); i++)
+                if (string_options[i].option == c) {
+                        *string_options[i].arg = value;
+                        return true;
+                }
+        return false;
+}
+
+/* --config-dir=DIR: DIR/stablepages.conf and DIR/stablepages.conf.d/. Returns 0 or -ENOMEM
+ * (logged). */
+static int parse_config_dir(const char *dir) {
+        free(arg_config_file_buf);
+        free(arg_dropin_dir_buf);
+        arg_config_file_buf = path_join(dir, "stablepages.conf");
+        arg_dropin_dir_buf = path_join(dir, "stablepages.conf.d");
+        if (!arg_config_file_buf || !arg_dropin_dir_buf)
+                return log_oom();
+        arg_engine.config_file = arg_config_file_buf;
+        arg_engine.dropin_dir = arg_dropin_dir_buf;
+        return 0;
+}
+
+/* --log-level=LEVEL. Returns 0 or -EINVAL (logged). */
+static int parse_log_level(const char *s) {
+        int level = log_level_from_string(s);
+        if (level < 0) {
+                log_error("Unknown log level \"%s\".", s);
+                return -EINVAL;
+        }
+        log_set_max_level(level);
+        return 0;
+}
+
+/* --log-target=auto|console|journal. Returns 0 or -EINVAL (logged). */
+static int parse_log_target(const char *s) {
+        if (streq(s, "auto"))
+                log_set_target(LOG_TARGET_AUTO);
+        else if (streq(s, "console"))
+                log_set_target(LOG_TARGET_STDERR);
+        else if (streq(s, "journal"))
+                log_set_target(LOG_TARGET_JOURNAL);
+        else {
+                log_error("--log-target= takes auto, console or journal, not \"%s\".", s);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* --diskseq=N; empty: the event carried none (a kernel before 5.15), 0. Returns 0 or -EINVAL
+ * (logged). */
+static int parse_diskseq(const char *s) {
+        long long v = 0;
+        if (!isempty(s) && parse_int_range(s, 1, INT64_MAX, &v) < 0) {
+                log_error("--diskseq= takes a disk sequence number, not \"%s\".", s);
+                return -EINVAL;
+        }
+        arg_diskseq = (uint64_t) v;
+        return 0;
+}
+
+/* --json[=pretty|short]: no value is short. Returns 0 or -EINVAL (logged). */
+static int parse_json(const char *s) {
+        arg_json = s ?: "short";
+        if (!streq(arg_json, "pretty") && !streq(arg_json, "short")) {
+                log_error("--json= takes pretty or short, not \"%s\".", arg_json);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Returns 1 to go on to the verb, 0 when done (--help, --version, --bus-introspect), or -errno
+ * (logged). */
 static int parse_argv(int argc, char *argv[]) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_JSON,
-                ARG_CONFIG_FILE,
-                ARG_CONFIG_DIR,
-                ARG_RUNTIME_DIR,
-                ARG_STATE_DIR,
-                ARG_SYSFS_ROOT,
-                ARG_UDEV_DATA_DIR,
-                ARG_KERNEL_RELEASE,
-                ARG_LOG_LEVEL,
-                ARG_BUS_INTROSPECT,
-                ARG_LOG_TARGET,
-                ARG_ACTION,
-                ARG_DISKSEQ,
-                ARG_ALL,
-        };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -92,9 +181,13 @@ static int parse_argv(int argc, char *argv[]) {
                 { "all", no_argument, NULL, ARG_ALL },
                 {},
         };
-        int c, level;
+        int c;
 
-        while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0) {
+                int r = 0;
+
+                if (parse_string_option(c, optarg))
+                        continue;
                 switch (c) {
                 case 'h':
                         help();
@@ -102,118 +195,90 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("stablepagesd %s\n", PACKAGE_VERSION);
                         return 0;
+                case ARG_BUS_INTROSPECT:
+                        bus_introspect(stdout);
+                        return 0;
                 case ARG_JSON:
-                        arg_json = optarg ?: "short";
-                        if (!streq(arg_json, "pretty") && !streq(arg_json, "short")) {
-                                log_error("--json= takes pretty or short, not \"%s\".", arg_json);
-                                return -EINVAL;
-                        }
-                        break;
-                case ARG_CONFIG_FILE:
-                        arg_engine.config_file = optarg;
+                        r = parse_json(optarg);
                         break;
                 case ARG_CONFIG_DIR:
-                        free(arg_config_file_buf);
-                        free(arg_dropin_dir_buf);
-                        arg_config_file_buf = path_join(optarg, "stablepages.conf");
-                        arg_dropin_dir_buf = path_join(optarg, "stablepages.conf.d");
-                        if (!arg_config_file_buf || !arg_dropin_dir_buf)
-                                return log_oom();
-                        arg_engine.config_file = arg_config_file_buf;
-                        arg_engine.dropin_dir = arg_dropin_dir_buf;
-                        break;
-                case ARG_RUNTIME_DIR:
-                        arg_engine.runtime_dir = optarg;
-                        break;
-                case ARG_STATE_DIR:
-                        arg_engine.state_dir = optarg;
-                        break;
-                case ARG_SYSFS_ROOT:
-                        arg_engine.sysfs_root = optarg;
-                        break;
-                case ARG_UDEV_DATA_DIR:
-                        arg_engine.udev_data_dir = optarg;
-                        break;
-                case ARG_KERNEL_RELEASE:
-                        arg_engine.kernel_release = optarg;
+                        r = parse_config_dir(optarg);
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
                         break;
                 case ARG_LOG_LEVEL:
-                        level = log_level_from_string(optarg);
-                        if (level < 0) {
-                                log_error("Unknown log level \"%s\".", optarg);
-                                return -EINVAL;
-                        }
-                        log_set_max_level(level);
+                        r = parse_log_level(optarg);
                         break;
                 case ARG_LOG_TARGET:
-                        if (streq(optarg, "auto"))
-                                log_set_target(LOG_TARGET_AUTO);
-                        else if (streq(optarg, "console"))
-                                log_set_target(LOG_TARGET_STDERR);
-                        else if (streq(optarg, "journal"))
-                                log_set_target(LOG_TARGET_JOURNAL);
-                        else {
-                                log_error("--log-target= takes auto, console or journal, not \"%s\".",
-                                          optarg);
-                                return -EINVAL;
-                        }
+                        r = parse_log_target(optarg);
                         break;
-                case ARG_ACTION:
-                        arg_action = optarg;
+                case ARG_DISKSEQ:
+                        r = parse_diskseq(optarg);
                         break;
-                case ARG_DISKSEQ: {
-                        long long v = 0;
-                        /* Empty: the event carried none (a kernel before 5.15). */
-                        if (!isempty(optarg) && parse_int_range(optarg, 1, INT64_MAX, &v) < 0) {
-                                log_error("--diskseq= takes a disk sequence number, not \"%s\".", optarg);
-                                return -EINVAL;
-                        }
-                        arg_diskseq = (uint64_t) v;
-                        break;
-                }
                 case ARG_ALL:
                         arg_all = true;
                         break;
-                case ARG_BUS_INTROSPECT:
-                        bus_introspect(stdout);
-                        return 0;
                 case '?':
                         return -EINVAL;
                 default:
                         abort();
                 }
+                if (r < 0)
+                        return r;
+        }
         return 1;
+}
+
+static int run_apply(char **args, int n) {
+        return verb_apply(&arg_engine, arg_action, arg_diskseq, args, n);
+}
+
+static int run_restore(char **args, int n) {
+        return verb_restore(&arg_engine, arg_all, args, n);
+}
+
+static int run_dump(char **args, int n) {
+        return verb_dump(&arg_engine, arg_json, args, n);
+}
+
+static int run_udev_facts(char **args, int n) {
+        return verb_udev_facts(&arg_engine, args, n);
+}
+
+/* The verbs, each run with what the options set (verbs.h); without a verb, the daemon. */
+typedef struct Verb {
+        const char *name;
+        int (*run)(char **args, int n); /* 0 or -errno */
+} Verb;
+
+static const Verb verbs[] = {
+        { "apply", run_apply },
+        { "restore", run_restore },
+        { "dump", run_dump },
+        { "udev-facts", run_udev_facts },
+};
+
+/* Runs the verb of that name on args. Returns the exit code; EXIT_USAGE for no such verb
+ * (logged). */
+static int run_verb(const char *name, char **args, int n) {
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, name))
+                        return exit_code_from_result(verbs[i].run(args, n));
+        log_error("Unknown verb \"%s\"; see --help.", name);
+        return EXIT_USAGE;
 }
 
 int main(int argc, char *argv[]) {
         int r = parse_argv(argc, argv);
-        if (r <= 0) {
-                free(arg_config_file_buf);
-                free(arg_dropin_dir_buf);
-                return r < 0 ? EXIT_USAGE : EXIT_OK;
-        }
+        if (r > 0) {
+                const char *verb = optind < argc ? argv[optind] : NULL;
+                char **args = argv + optind + (verb ? 1 : 0);
+                int nargs = argc - optind - (verb ? 1 : 0);
 
-        const char *verb = optind < argc ? argv[optind] : NULL;
-        char **args = argv + optind + (verb ? 1 : 0);
-        int nargs = argc - optind - (verb ? 1 : 0);
-
-        if (!verb)
-                r = verb_daemon(&arg_engine);
-        else if (streq(verb, "apply"))
-                r = exit_code_from_result(verb_apply(&arg_engine, arg_action, arg_diskseq, args, nargs));
-        else if (streq(verb, "restore"))
-                r = exit_code_from_result(verb_restore(&arg_engine, arg_all, args, nargs));
-        else if (streq(verb, "dump"))
-                r = exit_code_from_result(verb_dump(&arg_engine, arg_json, args, nargs));
-        else if (streq(verb, "udev-facts"))
-                r = exit_code_from_result(verb_udev_facts(&arg_engine, args, nargs));
-        else {
-                log_error("Unknown verb \"%s\"; see --help.", verb);
-                r = EXIT_USAGE;
-        }
+                r = verb ? run_verb(verb, args, nargs) : verb_daemon(&arg_engine);
+        } else
+                r = r < 0 ? EXIT_USAGE : EXIT_OK;
         free(arg_config_file_buf);
         free(arg_dropin_dir_buf);
         return r;

@@ -409,17 +409,10 @@ int mount_tracker_refresh(MountTracker *t, const Engine *e, unsigned *ret_unreso
         return 0;
 }
 
-static const EngineDevice *find_device(const Engine *e, const char *disk) {
-        for (size_t i = 0; disk && i < e->table.n; i++)
-                if (streq(e->devices[i].facts->name, disk))
-                        return &e->devices[i];
-        return NULL;
-}
-
 void mount_tracker_update_pending(MountTracker *t, const Engine *e) {
         for (size_t i = 0; i < t->n; i++) {
                 TrackedMount *m = &t->mounts[i];
-                const EngineDevice *d = find_device(e, m->disk);
+                const EngineDevice *d = m->disk ? engine_find_disk(e, m->disk) : NULL;
 
                 m->pending = false;
                 if (m->origin == EFFECTIVE_FILESYSTEM)
