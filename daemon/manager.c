@@ -16,7 +16,7 @@
 #include "remount.h"
 #include "util.h"
 
-static void snapshot_done(DeviceSnapshot *s) {
+static void manager_snapshot_done(DeviceSnapshot *s) {
         free(s->name);
         free(s->last_error);
         free(s->need_problem);
@@ -37,7 +37,7 @@ static size_t snapshot_position(const Manager *m, const char *name) {
         return lo;
 }
 
-static DeviceSnapshot *snapshot_find(Manager *m, const char *name) {
+static DeviceSnapshot *manager_snapshot_find(Manager *m, const char *name) {
         size_t i = snapshot_position(m, name);
         return i < m->n_snapshots && streq(m->snapshots[i].name, name) ? &m->snapshots[i] : NULL;
 }
@@ -70,7 +70,7 @@ static uint64_t fnv1a(const char *buf, size_t size) {
         return h;
 }
 
-static void emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
+static void manager_emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
         if (m->handler)
                 m->handler(m, &(ManagerEvent){ .type = type, .device = device, .result = result },
                            m->handler_userdata);
@@ -214,12 +214,12 @@ static int manager_apply_one(Manager *m, EngineDevice *d, ApplyResult *ret) {
                         log_full(r == -EPERM ? LOG_WARNING : LOG_ERR, "%s", res.message);
                         free(s->last_error);
                         s->last_error = strdup(res.message);
-                        emit(m, MANAGER_APPLIED, d->facts->name, &res);
+                        manager_emit(m, MANAGER_APPLIED, d->facts->name, &res);
                 }
         } else {
                 s->last_error = mfree(s->last_error);
                 if (res.changed)
-                        emit(m, MANAGER_APPLIED, d->facts->name, &res);
+                        manager_emit(m, MANAGER_APPLIED, d->facts->name, &res);
         }
         if (ret)
                 *ret = (ApplyResult){ .changed = res.changed,
@@ -505,7 +505,7 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                 const EngineDevice *d = &m->engine.devices[i];
                 if (only && !only[i])
                         continue;
-                DeviceSnapshot *s = snapshot_find(m, d->facts->name);
+                DeviceSnapshot *s = manager_snapshot_find(m, d->facts->name);
                 char *sig = device_signature(m, d);
 
                 if (!s || !sig) {
@@ -523,7 +523,8 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                                   device_kind_to_string(d->facts->kind), need_to_string(d->class.need),
                                   d->class.in_force ? "on" : "off", desired_to_string(d->decision.desired));
                 if (changed)
-                        emit(m, added ? MANAGER_DEVICE_ADDED : MANAGER_DEVICE_CHANGED, d->facts->name, NULL);
+                        manager_emit(m, added ? MANAGER_DEVICE_ADDED : MANAGER_DEVICE_CHANGED,
+                                     d->facts->name, NULL);
                 any_changed = any_changed || changed;
                 if (d->need_problem && (!s->need_problem || !streq(s->need_problem, d->need_problem)))
                         log_warning("%s", d->need_problem);
@@ -545,8 +546,8 @@ static void manager_publish_devices(Manager *m, const bool *only) {
                         log_warning_errno(r, "%s: cannot remove its record in %s: %m", s->name,
                                           m->engine.runtime_dir);
                 if (s->published)
-                        emit(m, MANAGER_DEVICE_REMOVED, s->name, NULL);
-                snapshot_done(s);
+                        manager_emit(m, MANAGER_DEVICE_REMOVED, s->name, NULL);
+                manager_snapshot_done(s);
                 memmove(s, s + 1, sizeof(DeviceSnapshot) * (--m->n_snapshots - i));
         }
 
@@ -641,8 +642,8 @@ static void manager_note_uevent(Manager *m, const char *action, const char *sysn
                 m->uevent_full = true;
 }
 
-static void on_uevent(UdevWatch *w, const char *action, const char *sysname, const char *devtype,
-                      void *userdata) {
+static void manager_on_uevent(UdevWatch *w, const char *action, const char *sysname, const char *devtype,
+                              void *userdata) {
         Manager *m = userdata;
         int r;
 
@@ -672,7 +673,7 @@ static void on_uevent(UdevWatch *w, const char *action, const char *sysname, con
         }
 }
 
-static void on_mounts_changed(MountTracker *t, void *userdata) {
+static void manager_on_mounts_changed(MountTracker *t, void *userdata) {
         Manager *m = userdata;
         unsigned unresolved = 0;
         int r;
@@ -693,7 +694,7 @@ static void on_mounts_changed(MountTracker *t, void *userdata) {
         manager_publish(m);
 }
 
-static void on_swaps_changed(SwapTracker *t, void *userdata) {
+static void manager_on_swaps_changed(SwapTracker *t, void *userdata) {
         Manager *m = userdata;
         int r;
 
@@ -824,7 +825,7 @@ int manager_reload(Manager *m, ConfigDiags *ret_diags) {
                         log_error_errno(r, "Cannot arm the stall and metrics timers: %m");
         }
         (void) manager_reconcile(m);
-        emit(m, MANAGER_RELOADED, NULL, NULL);
+        manager_emit(m, MANAGER_RELOADED, NULL, NULL);
         manager_notify_status(m, "READY=1\n");
         return 0;
 }
@@ -999,6 +1000,21 @@ static void remount_host_reconcile(void *userdata) {
         (void) manager_reconcile(userdata);
 }
 
+/* Creates the Remounter, with the Manager as its host. Returns 0 or -errno. */
+static int manager_remount_new(Manager *m) {
+        return remount_new(&(RemountHost){ .event = m->event,
+                                           .engine = &m->engine,
+                                           .mounts = m->mounts,
+                                           .userdata = m,
+                                           .find_disk = remount_host_find_disk,
+                                           .apply = remount_host_apply,
+                                           .mounted = remount_host_mounted,
+                                           .flag_written = remount_host_flag_written,
+                                           .finished = remount_host_finished,
+                                           .reconcile = remount_host_reconcile },
+                           &m->remount);
+}
+
 int manager_remount_device(Manager *m, const char *name, remount_done_t done, void *userdata) {
         const EngineDevice *d;
         RemountDisk disk;
@@ -1146,26 +1162,16 @@ static int on_probe_start(sd_event_source *s, void *userdata) {
 int manager_start(Manager *m) {
         int r;
 
-        r = udev_watch_new(m->event, on_uevent, m, &m->udev);
+        r = udev_watch_new(m->event, manager_on_uevent, m, &m->udev);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen for block device events: %m");
-        r = mount_tracker_new(m->event, m->engine.runtime_dir, on_mounts_changed, m, &m->mounts);
+        r = mount_tracker_new(m->event, m->engine.runtime_dir, manager_on_mounts_changed, m, &m->mounts);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow mount table changes: %m");
-        r = swap_tracker_new(m->event, m->engine.runtime_dir, on_swaps_changed, m, &m->swaps);
+        r = swap_tracker_new(m->event, m->engine.runtime_dir, manager_on_swaps_changed, m, &m->swaps);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow swap areas: %m");
-        r = remount_new(&(RemountHost){ .event = m->event,
-                                        .engine = &m->engine,
-                                        .mounts = m->mounts,
-                                        .userdata = m,
-                                        .find_disk = remount_host_find_disk,
-                                        .apply = remount_host_apply,
-                                        .mounted = remount_host_mounted,
-                                        .flag_written = remount_host_flag_written,
-                                        .finished = remount_host_finished,
-                                        .reconcile = remount_host_reconcile },
-                        &m->remount);
+        r = manager_remount_new(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
         /* The probe loads BPF programs (5-15 ms of CPU, far more under valgrind): after READY=1
@@ -1219,7 +1225,7 @@ Manager *manager_free(Manager *m) {
         udev_watch_free(m->udev);
         sd_event_unref(m->event);
         for (size_t i = 0; i < m->n_snapshots; i++)
-                snapshot_done(&m->snapshots[i]);
+                manager_snapshot_done(&m->snapshots[i]);
         free(m->snapshots);
         strv_free(m->uevent_disks);
         free(m->status);
