@@ -7,7 +7,7 @@
 #include "bus-api.h"
 #include "bus-internal.h"
 #include "log.h"
-#include "overrides.h"
+#include "manager-overrides.h"
 #include "util.h"
 
 /* The interlock, before anything is written anywhere: turning stable writes off on a disk that

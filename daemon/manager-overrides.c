@@ -1,10 +1,139 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Manager's overrides: runtime ones, bound to a disk's diskseq and saved in the runtime
+ * dir, and persistent ones, a drop-in per disk identity. */
 #include <assert.h>
+#include <inttypes.h>
 
 #include "identity.h"
 #include "log.h"
-#include "overrides.h"
+#include "manager-overrides.h"
 #include "util.h"
+
+/* Replaces the runtime overrides by *o (taken) once saved: on failure nothing changed. */
+static int manager_save_overrides(Manager *m, RuntimeOverrides *o) {
+        Engine *e = &m->engine;
+        int r = state_save_overrides(e->runtime_dir, o);
+        if (r < 0)
+                return log_error_errno(r, "Cannot save runtime overrides to %s: %m", e->runtime_dir);
+        runtime_overrides_done(&e->overrides);
+        e->overrides = *o;
+        *o = (RuntimeOverrides){};
+        return 0;
+}
+
+/* A copy of the runtime overrides in force, to change and save. */
+static int manager_copy_overrides(Manager *m, RuntimeOverrides *ret) {
+        const RuntimeOverrides *o = &m->engine.overrides;
+        RuntimeOverrides copy = {};
+
+        for (size_t i = 0; i < o->n; i++) {
+                int r = runtime_overrides_set(&copy, o->items[i].diskseq, o->items[i].disk,
+                                              o->items[i].setting, o->items[i].force);
+                if (r < 0) {
+                        runtime_overrides_done(&copy);
+                        return r;
+                }
+        }
+        *ret = copy;
+        return 0;
+}
+
+int manager_update_overrides(Manager *m) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
+        _cleanup_strv_free_ char **changes = NULL;
+        int r, bound;
+
+        r = manager_copy_overrides(m, &copy);
+        if (r < 0)
+                return r;
+        bound = runtime_overrides_update(&copy, &m->engine.table, &changes);
+        if (bound < 0)
+                return bound;
+        if (!changes)
+                return 0;
+        STRV_FOREACH (c, changes)
+                log_info("%s.", *c);
+        r = state_save_overrides(m->engine.runtime_dir, &copy);
+        if (r < 0)
+                log_error_errno(r,
+                                "Cannot save runtime overrides to %s, the change holds until a restart: %m",
+                                m->engine.runtime_dir);
+        runtime_overrides_done(&m->engine.overrides);
+        m->engine.overrides = copy;
+        copy = (RuntimeOverrides){};
+        return bound;
+}
+
+int manager_set_override(Manager *m, const char *name, Setting setting, bool force) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
+        _cleanup_free_ char *disk = NULL;
+        EngineDevice *d;
+        uint64_t diskseq;
+        int r;
+
+        if (!device_name_is_valid(name) || setting < 0 || setting >= _SETTING_MAX)
+                return -EINVAL;
+        d = manager_find_device(m, name);
+        if (!d)
+                return -ENODEV;
+        /* The override is for this disk: without a diskseq it could not be told apart from
+         * the next disk that takes its name. */
+        diskseq = d->facts->diskseq;
+        if (diskseq == 0)
+                return -EOPNOTSUPP;
+        disk = strdup(d->facts->name);
+        if (!disk)
+                return -ENOMEM;
+
+        r = manager_copy_overrides(m, &copy);
+        if (r >= 0)
+                r = runtime_overrides_set(&copy, diskseq, disk, setting, force);
+        if (r >= 0)
+                r = manager_save_overrides(m, &copy);
+        if (r < 0)
+                return r;
+        if (setting == SETTING_AUTO && !force)
+                log_info("%s: runtime override removed.", disk);
+        else
+                log_info("%s: runtime override set to %s%s, bound to this disk (diskseq %" PRIu64 ").", disk,
+                         setting_to_string(setting), force ? " (force)" : "", diskseq);
+        return manager_reconcile(m);
+}
+
+int manager_reset_override(Manager *m, const char *name, char **ret_removed) {
+        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
+        const RuntimeOverride *o;
+        EngineDevice *d;
+        char what[32];
+        int r;
+
+        if (ret_removed)
+                *ret_removed = NULL;
+        if (!device_name_is_valid(name))
+                return -EINVAL;
+        d = manager_find_device(m, name);
+        if (!d)
+                return -ENODEV;
+        o = runtime_overrides_find(&m->engine.overrides, d->facts->diskseq);
+        if (!o)
+                return 0;
+        _cleanup_free_ char *removed = strdup_printf("runtime override %s of %s, bound to diskseq %" PRIu64,
+                                                     runtime_override_format(o, what), o->disk, o->diskseq);
+        if (!removed)
+                return -ENOMEM;
+        r = manager_copy_overrides(m, &copy);
+        if (r >= 0)
+                (void) runtime_overrides_remove(&copy, d->facts->diskseq, "");
+        if (r >= 0)
+                r = manager_save_overrides(m, &copy);
+        if (r < 0)
+                return r;
+        log_info("%s: removed the %s.", d->facts->name, removed);
+        if (ret_removed)
+                *ret_removed = TAKE_PTR(removed);
+        r = manager_reconcile(m);
+        return r < 0 ? r : 1;
+}
 
 /* Reloads after the drop-ins changed; on errors elsewhere in the configuration, *ret_message
  * names the first one. Returns 0, -EINVAL or -errno. */

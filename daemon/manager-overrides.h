@@ -7,6 +7,24 @@
 
 #include "manager.h"
 
+/* Sets the runtime override of a disk (or partition: its disk) to setting, with force,
+ * or removes it when setting is SETTING_AUTO and !force; the override is bound to this disk
+ * (its diskseq) and dropped when the disk goes away. Saves the overrides to the runtime dir
+ * and reconciles, which applies it. Returns 0, -EINVAL for an invalid name, -ENODEV when
+ * there is no such disk, -EOPNOTSUPP when the kernel gives the disk no diskseq, or -errno
+ * when saving failed (nothing changed). */
+int manager_set_override(Manager *m, const char *name, Setting setting, bool force);
+
+/* Removes the runtime override of a disk (or partition: its disk) and reconciles. Returns 1
+ * with what was removed in *ret_removed (a sentence, may be NULL), 0 when the disk had none,
+ * -EINVAL/-ENODEV for a bad or unknown name, or -errno when saving failed. */
+int manager_reset_override(Manager *m, const char *name, char **ret_removed);
+
+/* Drops the runtime overrides of disks that are gone and binds those an earlier version
+ * keyed by name to the disk of that name, each change logged. Needs the table of every disk.
+ * Returns > 0 when decisions must be made again, 0, or -ENOMEM. */
+int manager_update_overrides(Manager *m);
+
 /* Makes setting (with force) the persistent override of a disk (or partition: its disk):
  * writes the drop-in bound to the disk's stable identity, or to its kernel name when
  * by_name; with force, only to an identity of the disk itself (never the slot, never the
