@@ -64,18 +64,14 @@ int manager_update_overrides(Manager *m) {
         return bound;
 }
 
-int manager_set_override(Manager *m, const char *name, Setting setting, bool force) {
+int manager_set_override(Manager *m, const EngineDevice *d, Setting setting, bool force) {
         _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
         _cleanup_free_ char *disk = NULL;
-        EngineDevice *d;
         uint64_t diskseq;
         int r;
 
-        if (!device_name_is_valid(name) || setting < 0 || setting >= _SETTING_MAX)
+        if (setting < 0 || setting >= _SETTING_MAX)
                 return -EINVAL;
-        d = manager_find_device(m, name);
-        if (!d)
-                return -ENODEV;
         /* The override is for this disk: without a diskseq it could not be told apart from
          * the next disk that takes its name. */
         diskseq = d->facts->diskseq;
@@ -100,21 +96,15 @@ int manager_set_override(Manager *m, const char *name, Setting setting, bool for
         return manager_reconcile(m);
 }
 
-int manager_reset_override(Manager *m, const char *name, char **ret_removed) {
+/* Removes the runtime override of d, if any, appending "removed the runtime override …" to
+ * *log, and reconciles (d is not valid after). Returns 1 when there was one, 0, or -errno when
+ * saving failed (nothing changed). */
+static int drop_runtime_override(Manager *m, const EngineDevice *d, char ***log) {
         _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
-        const RuntimeOverride *o;
-        EngineDevice *d;
+        const RuntimeOverride *o = runtime_overrides_find(&m->engine.overrides, d->facts->diskseq);
         char what[32];
         int r;
 
-        if (ret_removed)
-                *ret_removed = NULL;
-        if (!device_name_is_valid(name))
-                return -EINVAL;
-        d = manager_find_device(m, name);
-        if (!d)
-                return -ENODEV;
-        o = runtime_overrides_find(&m->engine.overrides, d->facts->diskseq);
         if (!o)
                 return 0;
         _cleanup_free_ char *removed = strdup_printf("runtime override %s of %s, bound to diskseq %" PRIu64,
@@ -129,8 +119,8 @@ int manager_reset_override(Manager *m, const char *name, char **ret_removed) {
         if (r < 0)
                 return r;
         log_info("%s: removed the %s.", d->facts->name, removed);
-        if (ret_removed)
-                *ret_removed = TAKE_PTR(removed);
+        if (strv_extendf(log, "removed the %s", removed) < 0)
+                return -ENOMEM;
         r = manager_reconcile(m);
         return r < 0 ? r : 1;
 }
@@ -172,151 +162,157 @@ static int remove_dropins(char *const *paths, const char *keep, const char *disk
         return 0;
 }
 
-/* The disk of name (*ret_d, when not NULL: valid until the next reconcile; its kernel name in
- * *ret_disk) and, when ret_paths is not NULL, the drop-ins of stablepagesctl that match it.
- * Returns 0, -ENODEV, or -errno with *ret_message. */
-static int disk_dropins(Manager *m, const char *name, EngineDevice **ret_d, char **ret_disk,
-                        char ***ret_paths, char **ret_message) {
-        EngineDevice *d = manager_find_device(m, name);
-        int r;
-
-        *ret_message = NULL;
-        if (!d)
-                return -ENODEV;
+/* The drop-ins of stablepagesctl that match d (disk: its kernel name, for the message). Returns
+ * 0, or -errno with *ret_message. */
+static int disk_dropins(Manager *m, const EngineDevice *d, const char *disk, char ***ret_paths,
+                        char **ret_message) {
         DeviceIdentity ident = device_identity_of(d->facts);
-        _cleanup_free_ char *disk = strdup(d->facts->name);
-        if (!disk)
-                return -ENOMEM;
-        r = ret_paths ? dropins_matching(m->engine.dropin_dir, &ident, ret_paths) : 0;
+        int r = dropins_matching(m->engine.dropin_dir, &ident, ret_paths);
+
         if (r < 0) {
                 *ret_message =
                         strdup_printf("%s: cannot read %s: %s", disk, m->engine.dropin_dir, strerror(-r));
                 return *ret_message ? r : -ENOMEM;
         }
-        if (ret_d)
-                *ret_d = d;
-        *ret_disk = TAKE_PTR(disk);
         return 0;
 }
 
-int manager_set_persistent(Manager *m, const char *name, Setting setting, bool force, bool by_name,
-                           char **ret_message) {
-        _cleanup_strv_free_ char **existing = NULL, **changes = NULL;
-        _cleanup_free_ char *disk = NULL, *why = NULL, *file = NULL, *path = NULL, *text = NULL,
-                            *match = NULL;
-        _cleanup_(stable_id_done) StableId id = {};
-        Engine *e = &m->engine;
-        EngineDevice *d;
+/* What a persistent override of d is bound to (*ret): with force an identity of the disk
+ * itself, by_name its kernel name, else the first stable identity. Returns 0, -ENXIO with
+ * *ret_message saying what to do instead, or -ENOMEM. */
+static int pick_identity(Manager *m, const EngineDevice *d, const char *disk, bool force, bool by_name,
+                         StableId *ret, char **ret_message) {
+        _cleanup_free_ char *why = NULL;
         int r;
 
-        r = disk_dropins(m, name, &d, &disk, &existing, ret_message);
-        if (r < 0)
-                return r;
-
-        if (setting == SETTING_AUTO && !force) {
-                r = remove_dropins(existing, NULL, disk, "removed", &changes, ret_message);
-        } else {
-                /* A forced override must never reach another disk: never the slot, never the name. */
-                assert(!(force && by_name));
-                r = stable_id_pick(d->facts, &e->table,
-                                   force     ? STABLE_ID_OF_DISK
-                                   : by_name ? STABLE_ID_BY_NAME
-                                             : STABLE_ID_ANY,
-                                   &id, &why);
-                if (r == -ENXIO && force) {
-                        *ret_message = strdup_printf(
-                                "%s: refusing a persistent forced override: %s; a forced setting must never "
-                                "reach another disk (a slot or a kernel name goes to whichever disk takes "
-                                "it): use --runtime --force, bound to this disk's diskseq until it goes "
-                                "away",
-                                disk, why);
-                        return *ret_message ? -ENXIO : -ENOMEM;
-                }
-                if (r == -ENXIO) {
-                        *ret_message =
-                                strdup_printf("%s: %s; use --runtime for an override of this disk until "
-                                              "it goes away, or --bind=name to bind it to the kernel "
-                                              "name %s on purpose",
-                                              disk, why, disk);
-                        return *ret_message ? -ENXIO : -ENOMEM;
-                }
-                if (r < 0)
-                        return r;
-                file = stable_id_dropin_name(&id);
-                path = file ? path_join(e->dropin_dir, file) : NULL;
-                text = stable_id_dropin_text(&id, disk, setting, force);
-                match = stable_id_match_text(&id);
-                if (!path || !text || !match)
-                        return -ENOMEM;
-                /* Another disk's drop-in under this name (a hash collision, a hand edit): keep it. */
-                if (access(path, F_OK) == 0 && !strv_contains(existing, path)) {
-                        *ret_message = strdup_printf("%s: %s exists and does not match this disk: not "
-                                                     "overwriting another disk's override",
-                                                     disk, path);
-                        return *ret_message ? -EEXIST : -ENOMEM;
-                }
-                r = mkdir_p(e->dropin_dir, 0755);
-                if (r >= 0)
-                        r = write_file_atomic(path, text, strlen(text), 0644);
-                if (r < 0) {
-                        *ret_message = strdup_printf("%s: cannot write %s: %s", disk, path, strerror(-r));
-                        return *ret_message ? r : -ENOMEM;
-                }
-                log_info("%s: persistent override StableWrites=%s%s bound to [Device %s], written to %s.",
-                         disk, setting_to_string(setting), force ? " (force)" : "", match, path);
-                if (strv_extendf(&changes, "bound to [Device %s] in %s", match, path) < 0)
-                        return -ENOMEM;
-                /* One override per disk: the older ones would still match it, and the
-                 * lexical order of the files, not their age, would decide. */
-                r = remove_dropins(existing, path, disk, "replaced", &changes, ret_message);
+        /* A forced override must never reach another disk: never the slot, never the name. */
+        assert(!(force && by_name));
+        r = stable_id_pick(d->facts, &m->engine.table,
+                           force     ? STABLE_ID_OF_DISK
+                           : by_name ? STABLE_ID_BY_NAME
+                                     : STABLE_ID_ANY,
+                           ret, &why);
+        if (r == -ENXIO && force) {
+                *ret_message = strdup_printf(
+                        "%s: refusing a persistent forced override: %s; a forced setting must never "
+                        "reach another disk (a slot or a kernel name goes to whichever disk takes "
+                        "it): use --runtime --force, bound to this disk's diskseq until it goes "
+                        "away",
+                        disk, why);
+                return *ret_message ? -ENXIO : -ENOMEM;
         }
-        if (r < 0)
-                return r;
+        if (r == -ENXIO) {
+                *ret_message = strdup_printf("%s: %s; use --runtime for an override of this disk until "
+                                             "it goes away, or --bind=name to bind it to the kernel "
+                                             "name %s on purpose",
+                                             disk, why, disk);
+                return *ret_message ? -ENXIO : -ENOMEM;
+        }
+        return r;
+}
 
-        /* A runtime override would shadow it: the newer word wins. */
-        _cleanup_free_ char *runtime = NULL;
-        r = manager_reset_override(m, disk, &runtime);
-        if (r < 0)
-                return r;
-        if (runtime && strv_extendf(&changes, "removed the %s", runtime) < 0)
+/* Writes the drop-in of id (setting, force) for disk, then removes the other drop-ins of
+ * existing (those that match the disk), appending each change to *log. Returns 0, -EEXIST when
+ * the drop-in's name holds another disk's override, or -errno; with *ret_message on failure. */
+static int write_dropin(Manager *m, const StableId *id, const char *disk, Setting setting, bool force,
+                        char *const *existing, char ***log, char **ret_message) {
+        const char *dir = m->engine.dropin_dir;
+        _cleanup_free_ char *file = stable_id_dropin_name(id);
+        _cleanup_free_ char *path = file ? path_join(dir, file) : NULL;
+        _cleanup_free_ char *text = stable_id_dropin_text(id, disk, setting, force);
+        _cleanup_free_ char *match = stable_id_match_text(id);
+        int r;
+
+        if (!path || !text || !match)
                 return -ENOMEM;
-        r = reload_after(m, disk, ret_message);
-        if (r < 0)
-                return r;
+        /* Another disk's drop-in under this name (a hash collision, a hand edit): keep it. */
+        if (access(path, F_OK) == 0 && !strv_contains(existing, path)) {
+                *ret_message = strdup_printf("%s: %s exists and does not match this disk: not "
+                                             "overwriting another disk's override",
+                                             disk, path);
+                return *ret_message ? -EEXIST : -ENOMEM;
+        }
+        r = mkdir_p(dir, 0755);
+        if (r >= 0)
+                r = write_file_atomic(path, text, strlen(text), 0644);
+        if (r < 0) {
+                *ret_message = strdup_printf("%s: cannot write %s: %s", disk, path, strerror(-r));
+                return *ret_message ? r : -ENOMEM;
+        }
+        log_info("%s: persistent override StableWrites=%s%s bound to [Device %s], written to %s.", disk,
+                 setting_to_string(setting), force ? " (force)" : "", match, path);
+        if (strv_extendf(log, "bound to [Device %s] in %s", match, path) < 0)
+                return -ENOMEM;
+        /* One override per disk: the older ones would still match it, and the
+         * lexical order of the files, not their age, would decide. */
+        return remove_dropins(existing, path, disk, "replaced", log, ret_message);
+}
 
+/* The changes joined by "; " in *ret_message, or none when there are none. Returns 0 or
+ * -ENOMEM. */
+static int join_changes(char *const *changes, const char *none, char **ret_message) {
         size_t size = 0;
         FILE *f = open_memstream(ret_message, &size);
+
         if (!f)
                 return -ENOMEM;
         STRV_FOREACH (c, changes)
                 fprintf(f, "%s%s", c == changes ? "" : "; ", *c);
         if (!changes)
-                fputs("there was no persistent override to remove", f);
+                fputs(none, f);
         return fclose(f) == 0 ? 0 : -ENOMEM;
 }
 
-int manager_reset_overrides(Manager *m, const char *name, bool runtime_only, char ***ret_removed,
+int manager_set_persistent(Manager *m, const EngineDevice *d, Setting setting, bool force, bool by_name,
+                           char **ret_message) {
+        _cleanup_strv_free_ char **existing = NULL, **changes = NULL;
+        _cleanup_free_ char *disk = strdup(d->facts->name); /* d goes with the reconcile below */
+        int r;
+
+        *ret_message = NULL;
+        if (!disk)
+                return -ENOMEM;
+        r = disk_dropins(m, d, disk, &existing, ret_message);
+        if (r < 0)
+                return r;
+        if (setting == SETTING_AUTO && !force)
+                r = remove_dropins(existing, NULL, disk, "removed", &changes, ret_message);
+        else {
+                _cleanup_(stable_id_done) StableId id = {};
+                r = pick_identity(m, d, disk, force, by_name, &id, ret_message);
+                if (r >= 0)
+                        r = write_dropin(m, &id, disk, setting, force, existing, &changes, ret_message);
+        }
+        if (r < 0)
+                return r;
+        /* A runtime override would shadow it: the newer word wins. */
+        r = drop_runtime_override(m, d, &changes);
+        if (r >= 0)
+                r = reload_after(m, disk, ret_message);
+        if (r < 0)
+                return r;
+        return join_changes(changes, "there was no persistent override to remove", ret_message);
+}
+
+int manager_reset_overrides(Manager *m, const EngineDevice *d, bool runtime_only, char ***ret_removed,
                             char **ret_message) {
         _cleanup_strv_free_ char **files = NULL, **removed = NULL;
-        _cleanup_free_ char *disk = NULL, *runtime = NULL;
+        _cleanup_free_ char *disk = strdup(d->facts->name); /* d goes with the reconcile below */
         int r;
 
         *ret_removed = NULL;
-        r = disk_dropins(m, name, NULL, &disk, runtime_only ? NULL : &files, ret_message);
+        *ret_message = NULL;
+        if (!disk)
+                return -ENOMEM;
+        r = runtime_only ? 0 : disk_dropins(m, d, disk, &files, ret_message);
         if (r >= 0)
                 r = remove_dropins(files, NULL, disk, "removed", &removed, ret_message);
-        if (r < 0)
-                return r;
-        r = manager_reset_override(m, disk, &runtime);
-        if (r < 0)
-                return r;
-        if (runtime && strv_extendf(&removed, "removed the %s", runtime) < 0)
-                return -ENOMEM;
-        if (files) {
+        if (r >= 0)
+                r = drop_runtime_override(m, d, &removed);
+        if (r >= 0 && files)
                 r = reload_after(m, disk, ret_message);
-                if (r < 0)
-                        return r;
-        }
+        if (r < 0)
+                return r;
         *ret_removed = TAKE_PTR(removed);
         return 0;
 }
