@@ -7,7 +7,7 @@
 #include "bus-api.h"
 #include "bus-internal.h"
 #include "log.h"
-#include "overrides.h"
+#include "manager-overrides.h"
 #include "util.h"
 
 /* The interlock, before anything is written anywhere: turning stable writes off on a disk that
@@ -29,15 +29,16 @@ static int check_interlock(BusService *b, const EngineDevice *d, Setting setting
                 need_to_string(d->class.need), d->class.reasons ? d->class.reasons[0] : "no reason");
 }
 
-/* Keeps the override of disk: at run time, bound to the disk's diskseq, or in a drop-in, whose
- * sentence goes to *ret_done. Returns 0, or what a method handler returns. */
-static int store_override(BusService *b, const char *disk, Setting setting, uint64_t flags, char **ret_done,
-                          sd_bus_error *error) {
+/* Keeps the override of d (disk: its name, a copy): at run time, bound to the disk's diskseq,
+ * or in a drop-in, whose sentence goes to *ret_done. d is not valid after. Returns 0, or what a
+ * method handler returns. */
+static int store_override(BusService *b, const EngineDevice *d, const char *disk, Setting setting,
+                          uint64_t flags, char **ret_done, sd_bus_error *error) {
         bool force = flags & SET_FLAG_FORCE;
         int r;
 
         if (flags & SET_FLAG_RUNTIME) {
-                r = manager_set_override(b->manager, disk, setting, force);
+                r = manager_set_override(b->manager, d, setting, force);
                 if (r == -EOPNOTSUPP)
                         return bus_reply_error(
                                 error, BUS_ERROR_NO_IDENTITY,
@@ -47,12 +48,11 @@ static int store_override(BusService *b, const char *disk, Setting setting, uint
                                 disk);
                 return r;
         }
-        r = manager_set_persistent(b->manager, disk, setting, force, flags & SET_FLAG_BIND_NAME, ret_done);
+        r = manager_set_persistent(b->manager, d, setting, force, flags & SET_FLAG_BIND_NAME, ret_done);
         if (r < 0 && r != -ENOMEM)
                 return bus_reply_error(error,
                                        r == -ENXIO    ? BUS_ERROR_NO_IDENTITY
                                        : r == -EINVAL ? BUS_ERROR_CONFIG_INVALID
-                                       : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
                                                       : BUS_ERROR_APPLY_FAILED,
                                        "%s", *ret_done ?: strerror(-r));
         return r;
@@ -117,7 +117,7 @@ static int set_device_policy_authorized(sd_bus_message *m, void *userdata, sd_bu
         disk = strdup(d->facts->name); /* d may go with the next scan */
         if (!disk)
                 return -ENOMEM;
-        r = store_override(b, disk, setting, flags, &done, error);
+        r = store_override(b, d, disk, setting, flags, &done, error);
         if (r < 0)
                 return r;
         if (flags & SET_FLAG_APPLY) {
@@ -197,12 +197,10 @@ static int reset_device_policy_authorized(sd_bus_message *m, void *userdata, sd_
         r = bus_find_device(b, name, &d, error);
         if (r < 0)
                 return r;
-        r = manager_reset_overrides(b->manager, name, flags & SET_FLAG_RUNTIME, &removed, &problem);
+        r = manager_reset_overrides(b->manager, d, flags & SET_FLAG_RUNTIME, &removed, &problem);
         if (r < 0 && r != -ENOMEM)
                 return bus_reply_error(error,
-                                       r == -EINVAL   ? BUS_ERROR_CONFIG_INVALID
-                                       : r == -ENODEV ? BUS_ERROR_NO_SUCH_DEVICE
-                                                      : BUS_ERROR_APPLY_FAILED,
+                                       r == -EINVAL ? BUS_ERROR_CONFIG_INVALID : BUS_ERROR_APPLY_FAILED,
                                        "%s", problem ?: strerror(-r));
         if (r < 0)
                 return r;

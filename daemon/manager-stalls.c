@@ -118,19 +118,16 @@ static void manager_forget_stalls(Manager *m) {
         }
 }
 
-/* Runs the adaptive policy on one disk's window; true when what was learned changed. now_boot
- * (CLOCK_BOOTTIME) times the window, now (CLOCK_REALTIME) what is kept across boots. */
-static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint64_t now_boot) {
+/* The adapt step: runs the adaptive policy on d's window of waits (s, whose figures of the
+ * last poll it updates) into *ret, with the window's p99 in *ret_p99. now_boot (CLOCK_BOOTTIME)
+ * times the window, now (CLOCK_REALTIME) what is kept across boots. Returns 0 or -errno. */
+static int adapt_decide(Manager *m, EngineDevice *d, DeviceStalls *s, uint64_t now, uint64_t now_boot,
+                        AdaptDecision *ret, uint64_t *ret_p99) {
         const Config *c = &m->engine.config;
-        const char *name = d->facts->name;
-        _cleanup_(adapt_decision_done) AdaptDecision dec = {};
-        DeviceStalls *s = stalls_find(m, d->facts->devnum, true);
         StallStats win = stall_stats_empty(m, d->facts->devnum);
         uint64_t p99 = 0, shadow_p99 = 0;
         int r;
 
-        if (!s)
-                return -ENOMEM;
         if (s->window.n > 0 && stall_window_get(&s->window, &win, NULL) < 0)
                 win = stall_stats_empty(m, d->facts->devnum);
         s->last = win;
@@ -138,7 +135,7 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
         (void) stall_stats_shadow_percentile(&win, 0.99, &shadow_p99);
 
         AdaptInput in = {
-                .name = name,
+                .name = d->facts->name,
                 .mode = c->policy,
                 .need = d->class.need,
                 .need_reason = d->class.reasons ? d->class.reasons[0] : NULL,
@@ -163,18 +160,29 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                 .min_waits = c->stall_min_waits,
                 .now_usec = now,
         };
-        r = policy_adapt(&in, &dec);
+        r = policy_adapt(&in, ret);
         if (r < 0)
                 return r;
-        if (dec.over && !s->over && !dec.changed)
-                log_info("%s: %s.", name, dec.reason); /* the cost of a disk that is not relaxed */
-        if (dec.over)
+        if (ret->over && !s->over && !ret->changed)
+                log_info("%s: %s.", d->facts->name,
+                         ret->reason); /* the cost of a disk that is not relaxed */
+        if (ret->over)
                 s->last_over_usec = now_boot;
-        s->over = dec.over;
+        s->over = ret->over;
         free(s->reason);
-        s->reason = TAKE_PTR(dec.reason);
-        if (!dec.changed)
-                return 0;
+        s->reason = TAKE_PTR(ret->reason);
+        *ret_p99 = p99;
+        return 0;
+}
+
+/* The persist step: records that Policy=balanced learned learned for d (the window s->last,
+ * whose p99 is p99, and s->reason) and saves the records. Returns 1, 0 when d has no key to
+ * keep it under (said once), or -errno. */
+static int adapt_persist(Manager *m, EngineDevice *d, DeviceStalls *s, Learned learned, uint64_t now,
+                         uint64_t p99) {
+        const char *name = d->facts->name;
+        int r;
+
         r = engine_learned_key(&m->engine, d);
         if (r == -ENOMEM)
                 return r;
@@ -183,18 +191,18 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                         log_info("%s: not learning %s: the disk has no identity (no WWN, serial, dm or md "
                                  "UUID, loop backing file), and without a diskseq or this boot's id it "
                                  "cannot be told from the next disk named %s.",
-                                 name, learned_to_string(dec.learned), name);
+                                 name, learned_to_string(learned), name);
                 s->unkeyed_logged = true;
                 return 0;
         }
 
         LearnedRecord rec = { .key = d->learned_key,
                               .disk = (char *) name,
-                              .learned = dec.learned,
+                              .learned = learned,
                               .since_usec = now,
                               .p99_usec = p99,
-                              .count = win.count,
-                              .budget_usec = c->stall_budget_usec,
+                              .count = s->last.count,
+                              .budget_usec = m->engine.config.stall_budget_usec,
                               .reason = s->reason };
         r = learned_set(&m->engine.learned, &rec);
         if (r < 0)
@@ -205,19 +213,45 @@ static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint6
                                 "%s: cannot save the learned decision in %s/learned (it applies until the "
                                 "daemon stops): %m",
                                 name, m->engine.state_dir);
-        log_notice("%s: Policy=balanced learned %s: %s.", name, learned_to_string(dec.learned), s->reason);
+        log_notice("%s: Policy=balanced learned %s: %s.", name, learned_to_string(learned), s->reason);
         if (learned_key_is_boot_local(d->learned_key))
                 log_info("%s: what was learned holds for this boot only (diskseq %" PRIu64 "): the disk "
                          "has no identity (no WWN, serial, dm or md UUID, loop backing file) and its kernel "
                          "name may be another disk's after the next boot.",
                          name, d->facts->diskseq);
-        if (dec.learned == LEARNED_OFF && m->handler)
+        return 1;
+}
+
+/* The emit step: tells the handler that disk went over its budget (the window s->last, p99). */
+static void adapt_emit_budget_exceeded(Manager *m, const char *disk, const DeviceStalls *s, uint64_t p99) {
+        if (m->handler)
                 m->handler(m,
                            &(ManagerEvent){ .type = MANAGER_BUDGET_EXCEEDED,
-                                            .device = name,
+                                            .device = disk,
                                             .window = &s->last,
                                             .p99_usec = p99 },
                            m->handler_userdata);
+}
+
+/* Runs the adaptive policy on one disk's window: adapt, persist what was learned, emit.
+ * Returns 1 when what was learned changed, 0, or -errno. now_boot (CLOCK_BOOTTIME) times the
+ * window, now (CLOCK_REALTIME) what is kept across boots. */
+static int manager_adapt_device(Manager *m, EngineDevice *d, uint64_t now, uint64_t now_boot) {
+        _cleanup_(adapt_decision_done) AdaptDecision dec = {};
+        DeviceStalls *s = stalls_find(m, d->facts->devnum, true);
+        uint64_t p99 = 0;
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        r = adapt_decide(m, d, s, now, now_boot, &dec, &p99);
+        if (r < 0 || !dec.changed)
+                return r;
+        r = adapt_persist(m, d, s, dec.learned, now, p99);
+        if (r <= 0)
+                return r;
+        if (dec.learned == LEARNED_OFF)
+                adapt_emit_budget_exceeded(m, d->facts->name, s, p99);
         return 1;
 }
 

@@ -1,22 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
-#include <stdio_ext.h>
 #include <systemd/sd-daemon.h>
 
 #include "config-in-force.h"
-#include "history.h"
-#include "learned.h"
 #include "log.h"
+#include "manager-internal.h"
+#include "manager-overrides.h"
 #include "manager-stalls.h"
-#include "manager.h"
 #include "message-id.h"
-#include "openers.h"
 #include "remount.h"
 #include "util.h"
 
-static void snapshot_done(DeviceSnapshot *s) {
+void manager_snapshot_done(DeviceSnapshot *s) {
         free(s->name);
         free(s->last_error);
         free(s->need_problem);
@@ -37,7 +33,7 @@ static size_t snapshot_position(const Manager *m, const char *name) {
         return lo;
 }
 
-static DeviceSnapshot *snapshot_find(Manager *m, const char *name) {
+DeviceSnapshot *manager_snapshot_find(Manager *m, const char *name) {
         size_t i = snapshot_position(m, name);
         return i < m->n_snapshots && streq(m->snapshots[i].name, name) ? &m->snapshots[i] : NULL;
 }
@@ -62,76 +58,10 @@ static DeviceSnapshot *snapshot_get(Manager *m, const DeviceFacts *f) {
         return &s[i];
 }
 
-/* FNV-1a: what the Manager keeps of a content it only compares with the next one. */
-static uint64_t fnv1a(const char *buf, size_t size) {
-        uint64_t h = UINT64_C(14695981039346656037);
-        for (size_t i = 0; i < size; i++)
-                h = (h ^ (unsigned char) buf[i]) * UINT64_C(1099511628211);
-        return h;
-}
-
-static void emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
+void manager_emit(Manager *m, ManagerEventType type, const char *device, const ApplyResult *result) {
         if (m->handler)
                 m->handler(m, &(ManagerEvent){ .type = type, .device = device, .result = result },
                            m->handler_userdata);
-}
-
-/* Replaces the runtime overrides by *o (taken) once saved: on failure nothing changed. */
-static int manager_save_overrides(Manager *m, RuntimeOverrides *o) {
-        Engine *e = &m->engine;
-        int r = state_save_overrides(e->runtime_dir, o);
-        if (r < 0)
-                return log_error_errno(r, "Cannot save runtime overrides to %s: %m", e->runtime_dir);
-        runtime_overrides_done(&e->overrides);
-        e->overrides = *o;
-        *o = (RuntimeOverrides){};
-        return 0;
-}
-
-/* A copy of the runtime overrides in force, to change and save. */
-static int manager_copy_overrides(Manager *m, RuntimeOverrides *ret) {
-        const RuntimeOverrides *o = &m->engine.overrides;
-        RuntimeOverrides copy = {};
-
-        for (size_t i = 0; i < o->n; i++) {
-                int r = runtime_overrides_set(&copy, o->items[i].diskseq, o->items[i].disk,
-                                              o->items[i].setting, o->items[i].force);
-                if (r < 0) {
-                        runtime_overrides_done(&copy);
-                        return r;
-                }
-        }
-        *ret = copy;
-        return 0;
-}
-
-/* Drops the runtime overrides of disks that are gone and binds those an earlier version
- * keyed by name to the disk of that name, each change logged. Needs the table of every disk.
- * Returns > 0 when decisions must be made again, 0, or -ENOMEM. */
-static int manager_update_overrides(Manager *m) {
-        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
-        _cleanup_strv_free_ char **changes = NULL;
-        int r, bound;
-
-        r = manager_copy_overrides(m, &copy);
-        if (r < 0)
-                return r;
-        bound = runtime_overrides_update(&copy, &m->engine.table, &changes);
-        if (bound < 0)
-                return bound;
-        if (!changes)
-                return 0;
-        STRV_FOREACH (c, changes)
-                log_info("%s.", *c);
-        r = state_save_overrides(m->engine.runtime_dir, &copy);
-        if (r < 0)
-                log_error_errno(r,
-                                "Cannot save runtime overrides to %s, the change holds until a restart: %m",
-                                m->engine.runtime_dir);
-        runtime_overrides_done(&m->engine.overrides);
-        m->engine.overrides = copy;
-        copy = (RuntimeOverrides){};
-        return bound;
 }
 
 /* Logs drift of d: a flag that moved away from what we want since our last look, by someone
@@ -214,12 +144,12 @@ static int manager_apply_one(Manager *m, EngineDevice *d, ApplyResult *ret) {
                         log_full(r == -EPERM ? LOG_WARNING : LOG_ERR, "%s", res.message);
                         free(s->last_error);
                         s->last_error = strdup(res.message);
-                        emit(m, MANAGER_APPLIED, d->facts->name, &res);
+                        manager_emit(m, MANAGER_APPLIED, d->facts->name, &res);
                 }
         } else {
                 s->last_error = mfree(s->last_error);
                 if (res.changed)
-                        emit(m, MANAGER_APPLIED, d->facts->name, &res);
+                        manager_emit(m, MANAGER_APPLIED, d->facts->name, &res);
         }
         if (ret)
                 *ret = (ApplyResult){ .changed = res.changed,
@@ -243,323 +173,6 @@ static int manager_apply_all(Manager *m, const bool *only) {
                         return -ENOMEM;
         }
         return 0;
-}
-
-/* Everything shown about a disk, to tell whether anything changed. */
-static char *device_signature(Manager *m, const EngineDevice *d) {
-        const DeviceFacts *f = d->facts;
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *s = open_memstream(&buf, &size);
-
-        if (!s)
-                return NULL;
-        (void) __fsetlocking(s, FSETLOCKING_BYCALLER);
-        fprintf(s, "%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%s|%s|", f->stable_writes, d->class.in_force,
-                d->class.integrity_enforced, d->class.need, d->decision.desired, d->decision.source,
-                d->decision.refused, d->decision.forced, d->managed, d->setting, d->decision.reason ?: "",
-                strv_length(d->class.reasons) > 0 ? d->class.reasons[0] : "");
-        STRV_FOREACH (r, d->class.reasons)
-                fprintf(s, "%s;", *r);
-        fprintf(s, "|%" PRIu64 "|%s|%s|%s", f->diskseq, d->override_scope ?: "", d->override_binding ?: "",
-                d->override_source ?: "");
-        for (size_t i = 0; i < m->mounts->n; i++) {
-                const TrackedMount *t = &m->mounts->mounts[i];
-                if (t->disk && streq(t->disk, f->name))
-                        fprintf(s, "|%d:%s:%d:%d:%d:%s", t->id, t->target, t->read_only, t->effective,
-                                t->pending, t->reason ?: "");
-        }
-        const DeviceConsumers *c = manager_device_consumers(m, (size_t) (d - m->engine.devices));
-        for (size_t i = 0; c && i < c->n; i++)
-                fprintf(s, "|%d:%s:%d:%d:%" PRIu64 ":%s", c->items[i].kind, c->items[i].name,
-                        c->items[i].captured, c->items[i].hazard, c->items[i].since_usec, c->items[i].note);
-        if (fclose(s) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
-}
-
-void manager_dump_json(Manager *m, FILE *f, bool pretty) {
-        JsonWriter w;
-
-        json_init(&w, f, pretty);
-        json_object_begin(&w);
-        json_key(&w, "policy");
-        json_string(&w, policy_mode_to_string(m->engine.config.policy));
-        json_key(&w, "apply_mounted");
-        json_string(&w, apply_mounted_to_string(m->engine.config.apply_mounted));
-        json_key(&w, "uevent_source");
-        json_string(&w, m->udev ? udev_watch_source(m->udev) : NULL);
-        json_key(&w, "stall_probe");
-        json_string(&w, stall_probe_mode_to_string(manager_stall_mode(m)));
-        json_key(&w, "stall_probe_reason");
-        json_string(&w, manager_stall_reason(m));
-        uint64_t lost_waits, lost_comms;
-        bool measured = manager_stall_losses(m, &lost_waits, &lost_comms) >= 0;
-        json_key(&w, "stall_probe_lost");
-        if (measured)
-                json_uint(&w, lost_waits);
-        else
-                json_null(&w);
-        json_key(&w, "stall_probe_lost_comms");
-        if (measured)
-                json_uint(&w, lost_comms);
-        else
-                json_null(&w);
-        json_key(&w, "devices");
-        json_array_begin(&w);
-        for (size_t i = 0; i < manager_n_devices(m); i++) {
-                json_object_begin(&w);
-                engine_device_json_members(&m->engine, &m->engine.devices[i], &w);
-                manager_device_stalls_json(m, &m->engine.devices[i], &w);
-                consumers_json(manager_device_consumers(m, i), &w);
-                json_object_end(&w);
-        }
-        json_array_end(&w);
-        json_key(&w, "filesystems");
-        json_array_begin(&w);
-        for (size_t i = 0; m->mounts && i < m->mounts->n; i++)
-                tracked_mount_json(&m->mounts->mounts[i], &w);
-        json_array_end(&w);
-        json_key(&w, "unmounted");
-        remount_unmounted_json(m->remount, &w);
-        json_object_end(&w);
-        fputc('\n', f);
-}
-
-int manager_write_dump(Manager *m) {
-        _cleanup_free_ char *buf = NULL, *path = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-        int r;
-
-        if (!f)
-                return -ENOMEM;
-        (void) __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread: no lock per character */
-        manager_dump_json(m, f, true);
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        /* A digest of the last content, not a copy of it (a MiB with a thousand disks). */
-        uint64_t digest = fnv1a(buf, size);
-        if (m->dump_written && m->dump_digest == digest)
-                return 0;
-        path = path_join(m->engine.runtime_dir, "devices.json");
-        if (!path)
-                return -ENOMEM;
-        r = write_file_atomic(path, buf, size, 0644);
-        if (r < 0)
-                return r;
-        m->dump_digest = digest;
-        m->dump_written = true;
-        return 0;
-}
-
-static void manager_notify_status(Manager *m, const char *extra) {
-        unsigned stable = 0;
-        _cleanup_free_ char *status = NULL;
-
-        for (size_t i = 0; i < manager_n_devices(m); i++)
-                stable += m->engine.devices[i].class.in_force;
-        status = strdup_printf("%zu devices, %u stable, %u pending", manager_n_devices(m), stable,
-                               manager_count_pending(m, NULL));
-        if (!status)
-                return;
-        if (!extra && m->status && streq(m->status, status))
-                return;
-        (void) sd_notifyf(false, "%sSTATUS=%s", extra ?: "", status);
-        free(m->status);
-        m->status = TAKE_PTR(status);
-}
-
-const DeviceConsumers *manager_device_consumers(const Manager *m, size_t i) {
-        return i < m->n_consumers ? &m->consumers[i] : NULL;
-}
-
-static void manager_consumers_free(Manager *m) {
-        for (size_t i = 0; i < m->n_consumers; i++)
-                device_consumers_done(&m->consumers[i]);
-        m->consumers = mfree(m->consumers);
-        m->n_consumers = 0;
-}
-
-/* Works out what every consumer of every disk took (consumers.h), from the tracked mounts and
- * swap areas. Returns 0 or -ENOMEM (then no disk has consumers). */
-static int manager_update_consumers(Manager *m) {
-        size_t n = manager_n_devices(m), nm = m->mounts->n, ns = m->swaps ? m->swaps->areas.n : 0, k = 0;
-        _cleanup_free_ ConsumerMount *mounts = calloc(nm + 1, sizeof(ConsumerMount));
-        _cleanup_free_ ConsumerSwap *swaps = calloc(ns + 1, sizeof(ConsumerSwap));
-        int r = 0;
-
-        manager_consumers_free(m);
-        if (!mounts || !swaps)
-                return -ENOMEM;
-        for (size_t i = 0; i < nm; i++) {
-                const TrackedMount *t = &m->mounts->mounts[i];
-                mounts[i] = (ConsumerMount){ .disk = t->disk,
-                                             .target = t->target,
-                                             .fstype = t->fstype,
-                                             .read_only = t->read_only,
-                                             .effective = t->effective,
-                                             .origin = t->origin,
-                                             .since_usec = t->since_usec,
-                                             .own_reason = t->own_reason };
-        }
-        for (size_t i = 0; i < ns; i++) {
-                const SwapArea *a = &m->swaps->areas.items[i];
-                if (a->disk)
-                        swaps[k++] = (ConsumerSwap){ .disk = a->disk,
-                                                     .path = a->path,
-                                                     .file = a->file,
-                                                     .captured = a->captured,
-                                                     .origin = a->origin,
-                                                     .since_usec = a->since_usec };
-        }
-        ConsumerInputs in = { .mounts = mounts, .n_mounts = nm, .swaps = swaps, .n_swaps = k };
-        m->consumers = calloc(n + 1, sizeof(DeviceConsumers));
-        if (!m->consumers)
-                return -ENOMEM;
-        m->n_consumers = n;
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = consumers_of(&m->engine, manager_device(m, i), &in, &m->consumers[i]);
-        if (r < 0)
-                manager_consumers_free(m);
-        return r;
-}
-
-/* The processes with disk d (or a partition of it) open for writing, as far as the daemon may
- * see them. NULL on -ENOMEM. */
-static char *manager_describe_openers(const EngineDevice *d) {
-        const DeviceFacts *f = d->facts;
-        _cleanup_free_ dev_t *devnums = calloc(f->n_partitions + 1, sizeof(dev_t));
-        _cleanup_(openers_done) Openers o = {};
-        int r;
-
-        if (!devnums)
-                return NULL;
-        devnums[0] = f->devnum;
-        for (size_t i = 0; i < f->n_partitions; i++)
-                devnums[i + 1] = f->partitions[i].devnum;
-        r = openers_scan(NULL, devnums, f->n_partitions + 1, &o);
-        if (r < 0)
-                return r == -ENOMEM ? NULL
-                                    : strdup_printf("cannot list the processes in /proc: %s", strerror(-r));
-        _cleanup_free_ char *seen = openers_describe(&o, f->name);
-        if (!seen || o.uninspectable == 0)
-                return TAKE_PTR(seen);
-        return strdup_printf("%s (the daemon lacks CAP_SYS_PTRACE, which its service's sandbox drops unless "
-                             "remount.conf adds it; \"stablepagesctl explain %s\" run as root lists them)",
-                             seen, f->name);
-}
-
-/* Logs, once each, the hazards of the consumers of disk i at error level (for the page cache
- * with the processes that write through it), and remembers them in s. */
-static void manager_log_hazards(Manager *m, size_t i, DeviceSnapshot *s) {
-        const DeviceConsumers *c = manager_device_consumers(m, i);
-        _cleanup_strv_free_ char **now = NULL;
-
-        for (size_t j = 0; c && j < c->n; j++) {
-                const Consumer *x = &c->items[j];
-                if (!x->hazard)
-                        continue;
-                if (!strv_contains(s->hazards, x->note)) {
-                        const char *disk = manager_device(m, i)->facts->name;
-                        _cleanup_free_ char *who = x->kind == CONSUMER_PAGE_CACHE
-                                                           ? manager_describe_openers(manager_device(m, i))
-                                                           : NULL;
-                        log_struct(LOG_ERR,
-                                   x->kind == CONSUMER_PAGE_CACHE ? SP_MESSAGE_HAZARD_PAGE_CACHE
-                                   : x->kind == CONSUMER_SWAP     ? SP_MESSAGE_HAZARD_SWAP
-                                                                  : SP_MESSAGE_HAZARD,
-                                   x->kind == CONSUMER_FILESYSTEM ? LOG_FIELDS("STABLEPAGES_DEVICE", disk,
-                                                                               "STABLEPAGES_MOUNT", x->name)
-                                                                  : LOG_FIELDS("STABLEPAGES_DEVICE", disk),
-                                   "%s%s%s", x->note, who ? " Now: " : "", who ?: "");
-                }
-                if (strv_extend(&now, x->note) < 0) {
-                        log_oom();
-                        return;
-                }
-        }
-        strv_free(s->hazards);
-        s->hazards = TAKE_PTR(now);
-}
-
-/* Pending mounts, device events, status, devices.json: everything derived, in that order.
- * Device events only for the disks with only[i] when only is not NULL (the others did not
- * change). */
-static void manager_publish_devices(Manager *m, const bool *only) {
-        bool any_changed = false;
-        int r;
-
-        if (m->scanned) {
-                mount_tracker_update_pending(m->mounts, &m->engine);
-                if (m->remount)
-                        remount_annotate(m->remount, m->mounts);
-                r = manager_update_consumers(m);
-                if (r < 0)
-                        log_error_errno(r, "Cannot work out what each consumer of the disks took: %m");
-        }
-
-        for (size_t i = 0; i < manager_n_devices(m); i++) {
-                const EngineDevice *d = &m->engine.devices[i];
-                if (only && !only[i])
-                        continue;
-                DeviceSnapshot *s = snapshot_find(m, d->facts->name);
-                char *sig = device_signature(m, d);
-
-                if (!s || !sig) {
-                        free(sig);
-                        log_oom();
-                        continue;
-                }
-                uint64_t digest = fnv1a(sig, strlen(sig));
-                free(sig);
-                bool added = !s->published, changed = added || s->signature != digest;
-                s->published = true;
-                s->signature = digest;
-                if (added)
-                        log_debug("%s: new %s disk, need %s, stable writes %s, desired %s.", d->facts->name,
-                                  device_kind_to_string(d->facts->kind), need_to_string(d->class.need),
-                                  d->class.in_force ? "on" : "off", desired_to_string(d->decision.desired));
-                if (changed)
-                        emit(m, added ? MANAGER_DEVICE_ADDED : MANAGER_DEVICE_CHANGED, d->facts->name, NULL);
-                any_changed = any_changed || changed;
-                if (d->need_problem && (!s->need_problem || !streq(s->need_problem, d->need_problem)))
-                        log_warning("%s", d->need_problem);
-                free(s->need_problem);
-                s->need_problem = d->need_problem ? strdup(d->need_problem) : NULL;
-                manager_log_hazards(m, i, s);
-        }
-
-        /* Disks that are gone: forget them and what we recorded about them. */
-        for (size_t i = 0; m->scanned && !only && i < m->n_snapshots;) {
-                DeviceSnapshot *s = &m->snapshots[i];
-                if (engine_find_disk(&m->engine, s->name)) {
-                        i++;
-                        continue;
-                }
-                log_debug("%s: removed.", s->name);
-                r = history_forget(m->engine.runtime_dir, s->name, s->diskseq);
-                if (r < 0)
-                        log_warning_errno(r, "%s: cannot remove its record in %s: %m", s->name,
-                                          m->engine.runtime_dir);
-                if (s->published)
-                        emit(m, MANAGER_DEVICE_REMOVED, s->name, NULL);
-                snapshot_done(s);
-                memmove(s, s + 1, sizeof(DeviceSnapshot) * (--m->n_snapshots - i));
-        }
-
-        manager_notify_status(m, NULL);
-        if (only && !any_changed)
-                return; /* the disks of an event are as they were: so is devices.json */
-        r = manager_write_dump(m);
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s/devices.json: %m", m->engine.runtime_dir);
-}
-
-static void manager_publish(Manager *m) {
-        manager_publish_devices(m, NULL);
 }
 
 int manager_reconcile(Manager *m) {
@@ -605,140 +218,6 @@ int manager_reconcile_disks(Manager *m, char *const *disks) {
         if (m->remount && m->engine.config.apply_mounted == APPLY_MOUNTED_REMOUNT_IDLE)
                 remount_auto(m->remount);
         return 0;
-}
-
-static int on_uevent_delay(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        _cleanup_strv_free_ char **disks = TAKE_PTR(m->uevent_disks);
-        bool full = m->uevent_full;
-
-        m->uevent_full = false;
-        if (full || strv_length(disks) == 0)
-                (void) manager_reconcile(m);
-        else
-                (void) manager_reconcile_disks(m, disks);
-        return 0;
-}
-
-/* Remembers which disk a uevent was about; anything but a "change" of a disk we know (or of
- * one of its partitions) asks for a full rescan. */
-static void manager_note_uevent(Manager *m, const char *action, const char *sysname) {
-        const EngineDevice *d;
-
-        if (m->uevent_full)
-                return;
-        if (!action || !streq(action, "change") || !m->scanned) {
-                m->uevent_full = true;
-                return;
-        }
-        d = engine_find(&m->engine, sysname);
-        if (!d) {
-                m->uevent_full = true;
-                return;
-        }
-        if (!strv_contains(m->uevent_disks, d->facts->name) &&
-            strv_extend(&m->uevent_disks, d->facts->name) < 0)
-                m->uevent_full = true;
-}
-
-static void on_uevent(UdevWatch *w, const char *action, const char *sysname, const char *devtype,
-                      void *userdata) {
-        Manager *m = userdata;
-        int r;
-
-        manager_note_uevent(m, action, sysname);
-
-        /* Events come in bursts (a disk and its partitions, add then change): one rescan shortly
-         * after the first handles them all. A "change" re-reads only the disks concerned and
-         * what stacks with them (engine_rescan_disks()); anything else, every disk. */
-        if (m->uevent_delay) {
-                int enabled;
-                if (sd_event_source_get_enabled(m->uevent_delay, &enabled) >= 0 && enabled != SD_EVENT_OFF)
-                        return;
-                r = sd_event_source_set_time_relative(m->uevent_delay, MANAGER_UEVENT_DELAY_USEC);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(m->uevent_delay, SD_EVENT_ONESHOT);
-        } else {
-                r = sd_event_add_time_relative(m->event, &m->uevent_delay, CLOCK_MONOTONIC,
-                                               MANAGER_UEVENT_DELAY_USEC, 1, on_uevent_delay, m);
-                if (r >= 0)
-                        (void) sd_event_source_set_description(m->uevent_delay, "uevent-delay");
-        }
-        if (r < 0) {
-                log_warning_errno(r, "Cannot arm the uevent timer, rescanning now: %m");
-                m->uevent_disks = strv_free(m->uevent_disks);
-                m->uevent_full = false;
-                (void) manager_reconcile(m);
-        }
-}
-
-static void on_mounts_changed(MountTracker *t, void *userdata) {
-        Manager *m = userdata;
-        unsigned unresolved = 0;
-        int r;
-
-        if (!m->scanned) {
-                (void) manager_reconcile(m);
-                return;
-        }
-        r = mount_tracker_refresh(t, &m->engine, &unresolved);
-        if (r < 0)
-                log_error_errno(r, "Cannot read the mount table, keeping the last one: %m");
-        if (unresolved > 0) {
-                /* Mounted from a disk we have not heard of yet (its uevent is still on the way):
-                 * rescan, which reads the mount table again. */
-                (void) manager_reconcile(m);
-                return;
-        }
-        manager_publish(m);
-}
-
-static void on_swaps_changed(SwapTracker *t, void *userdata) {
-        Manager *m = userdata;
-        int r;
-
-        if (!m->scanned) {
-                (void) manager_reconcile(m);
-                return;
-        }
-        r = swap_tracker_refresh(t, &m->engine, m->mounts);
-        if (r < 0)
-                log_error_errno(r, "Cannot read /proc/swaps, keeping the last swap areas: %m");
-        manager_publish(m);
-}
-
-static int on_rescan(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        int r;
-
-        (void) manager_reconcile(m);
-        r = sd_event_source_set_time_relative(s, m->engine.config.rescan_usec);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        if (r < 0)
-                log_error_errno(r, "Cannot re-arm the rescan timer, periodic rescans stop: %m");
-        return 0;
-}
-
-/* Arms (or, with RescanSec=0, disarms) the periodic rescan per the configuration. */
-static int manager_arm_rescan(Manager *m) {
-        uint64_t usec = m->engine.config.rescan_usec;
-        int r;
-
-        if (usec == 0)
-                return m->rescan ? sd_event_source_set_enabled(m->rescan, SD_EVENT_OFF) : 0;
-        if (!m->rescan) {
-                r = sd_event_add_time_relative(m->event, &m->rescan, CLOCK_MONOTONIC, usec, USEC_PER_SEC,
-                                               on_rescan, m);
-                if (r < 0)
-                        return r;
-                (void) sd_event_source_set_description(m->rescan, "rescan");
-                return 0;
-        }
-        r = sd_event_source_set_time_relative(m->rescan, usec);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_enabled(m->rescan, SD_EVENT_ONESHOT);
 }
 
 /* Writes the configuration in force where the udev applier finds it while the files have
@@ -824,7 +303,7 @@ int manager_reload(Manager *m, ConfigDiags *ret_diags) {
                         log_error_errno(r, "Cannot arm the stall and metrics timers: %m");
         }
         (void) manager_reconcile(m);
-        emit(m, MANAGER_RELOADED, NULL, NULL);
+        manager_emit(m, MANAGER_RELOADED, NULL, NULL);
         manager_notify_status(m, "READY=1\n");
         return 0;
 }
@@ -833,77 +312,6 @@ EngineDevice *manager_find_device(Manager *m, const char *name) {
         if (!m->scanned || !device_name_is_valid(name))
                 return NULL;
         return engine_find(&m->engine, name);
-}
-
-int manager_set_override(Manager *m, const char *name, Setting setting, bool force) {
-        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
-        _cleanup_free_ char *disk = NULL;
-        EngineDevice *d;
-        uint64_t diskseq;
-        int r;
-
-        if (!device_name_is_valid(name) || setting < 0 || setting >= _SETTING_MAX)
-                return -EINVAL;
-        d = manager_find_device(m, name);
-        if (!d)
-                return -ENODEV;
-        /* The override is for this disk: without a diskseq it could not be told apart from
-         * the next disk that takes its name. */
-        diskseq = d->facts->diskseq;
-        if (diskseq == 0)
-                return -EOPNOTSUPP;
-        disk = strdup(d->facts->name);
-        if (!disk)
-                return -ENOMEM;
-
-        r = manager_copy_overrides(m, &copy);
-        if (r >= 0)
-                r = runtime_overrides_set(&copy, diskseq, disk, setting, force);
-        if (r >= 0)
-                r = manager_save_overrides(m, &copy);
-        if (r < 0)
-                return r;
-        if (setting == SETTING_AUTO && !force)
-                log_info("%s: runtime override removed.", disk);
-        else
-                log_info("%s: runtime override set to %s%s, bound to this disk (diskseq %" PRIu64 ").", disk,
-                         setting_to_string(setting), force ? " (force)" : "", diskseq);
-        return manager_reconcile(m);
-}
-
-int manager_reset_override(Manager *m, const char *name, char **ret_removed) {
-        _cleanup_(runtime_overrides_done) RuntimeOverrides copy = {};
-        const RuntimeOverride *o;
-        EngineDevice *d;
-        char what[32];
-        int r;
-
-        if (ret_removed)
-                *ret_removed = NULL;
-        if (!device_name_is_valid(name))
-                return -EINVAL;
-        d = manager_find_device(m, name);
-        if (!d)
-                return -ENODEV;
-        o = runtime_overrides_find(&m->engine.overrides, d->facts->diskseq);
-        if (!o)
-                return 0;
-        _cleanup_free_ char *removed = strdup_printf("runtime override %s of %s, bound to diskseq %" PRIu64,
-                                                     runtime_override_format(o, what), o->disk, o->diskseq);
-        if (!removed)
-                return -ENOMEM;
-        r = manager_copy_overrides(m, &copy);
-        if (r >= 0)
-                (void) runtime_overrides_remove(&copy, d->facts->diskseq, "");
-        if (r >= 0)
-                r = manager_save_overrides(m, &copy);
-        if (r < 0)
-                return r;
-        log_info("%s: removed the %s.", d->facts->name, removed);
-        if (ret_removed)
-                *ret_removed = TAKE_PTR(removed);
-        r = manager_reconcile(m);
-        return r < 0 ? r : 1;
 }
 
 int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
@@ -928,88 +336,6 @@ int manager_apply_device(Manager *m, const char *name, ApplyResult *ret) {
         q = manager_apply_all(m, NULL);
         manager_publish(m);
         return r == -ENOMEM ? r : q < 0 ? q : r;
-}
-
-/* The Remounter's host (RemountHost): the Manager's side of the unmount + mount cycle. */
-
-static void remount_disk_of(const EngineDevice *d, RemountDisk *ret) {
-        *ret = (RemountDisk){
-                .name = d->facts->name,
-                .diskseq = d->facts->diskseq,
-                .need = d->class.need,
-                .forced = d->decision.forced,
-                .managed = d->managed && d->decision.desired >= 0,
-                .flag = d->facts->stable_writes,
-                .reason = d->decision.reason,
-        };
-}
-
-static int remount_host_find_disk(void *userdata, const char *name, RemountDisk *ret) {
-        const EngineDevice *d = manager_find_device(userdata, name);
-
-        if (!d)
-                return -ENODEV;
-        remount_disk_of(d, ret);
-        return 0;
-}
-
-static int remount_host_apply(void *userdata, const char *disk, char **ret_message) {
-        _cleanup_(apply_result_done) ApplyResult res = {};
-        int r = manager_apply_device(userdata, disk, &res);
-
-        *ret_message = TAKE_PTR(res.message);
-        return r;
-}
-
-static void remount_host_mounted(void *userdata, int old_id, int new_id, const char *target, int effective) {
-        Manager *m = userdata;
-        int r;
-
-        /* The tracker must observe the new mount anew, even when the kernel gave it the same id. */
-        mount_tracker_forget(m->mounts, old_id, target);
-        r = mount_tracker_refresh(m->mounts, &m->engine, NULL);
-        if (r < 0)
-                log_warning_errno(r, "Cannot read the mount table: %m");
-        if (effective >= 0)
-                (void) mount_tracker_set_effective(m->mounts, new_id, target, effective);
-        mount_tracker_update_pending(m->mounts, &m->engine);
-}
-
-static void remount_host_flag_written(void *userdata, const char *disk, int flag) {
-        Manager *m = userdata;
-
-        /* The cycle's process wrote it: the next scan must not take it for somebody else's. */
-        for (size_t i = 0; i < m->n_snapshots; i++)
-                if (streq(m->snapshots[i].name, disk))
-                        m->snapshots[i].flag = flag;
-}
-
-static void remount_host_finished(void *userdata, const RemountResult *result) {
-        Manager *m = userdata;
-
-        if (m->handler)
-                m->handler(m,
-                           &(ManagerEvent){ .type = MANAGER_REMOUNT_FINISHED,
-                                            .device = result->disk,
-                                            .remount = result },
-                           m->handler_userdata);
-}
-
-static void remount_host_reconcile(void *userdata) {
-        (void) manager_reconcile(userdata);
-}
-
-int manager_remount_device(Manager *m, const char *name, remount_done_t done, void *userdata) {
-        const EngineDevice *d;
-        RemountDisk disk;
-
-        if (!device_name_is_valid(name))
-                return -EINVAL;
-        d = manager_find_device(m, name);
-        if (!d || !m->remount)
-                return -ENODEV;
-        remount_disk_of(d, &disk);
-        return remount_request(m->remount, &disk, done, userdata);
 }
 
 void manager_set_event_handler(Manager *m, manager_event_handler_t handler, void *userdata) {
@@ -1146,26 +472,16 @@ static int on_probe_start(sd_event_source *s, void *userdata) {
 int manager_start(Manager *m) {
         int r;
 
-        r = udev_watch_new(m->event, on_uevent, m, &m->udev);
+        r = udev_watch_new(m->event, manager_on_uevent, m, &m->udev);
         if (r < 0)
                 return log_error_errno(r, "Cannot listen for block device events: %m");
-        r = mount_tracker_new(m->event, m->engine.runtime_dir, on_mounts_changed, m, &m->mounts);
+        r = mount_tracker_new(m->event, m->engine.runtime_dir, manager_on_mounts_changed, m, &m->mounts);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow mount table changes: %m");
-        r = swap_tracker_new(m->event, m->engine.runtime_dir, on_swaps_changed, m, &m->swaps);
+        r = swap_tracker_new(m->event, m->engine.runtime_dir, manager_on_swaps_changed, m, &m->swaps);
         if (r < 0)
                 return log_error_errno(r, "Cannot follow swap areas: %m");
-        r = remount_new(&(RemountHost){ .event = m->event,
-                                        .engine = &m->engine,
-                                        .mounts = m->mounts,
-                                        .userdata = m,
-                                        .find_disk = remount_host_find_disk,
-                                        .apply = remount_host_apply,
-                                        .mounted = remount_host_mounted,
-                                        .flag_written = remount_host_flag_written,
-                                        .finished = remount_host_finished,
-                                        .reconcile = remount_host_reconcile },
-                        &m->remount);
+        r = manager_remount_new(m);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up unmount and mount cycles: %m");
         /* The probe loads BPF programs (5-15 ms of CPU, far more under valgrind): after READY=1
@@ -1219,7 +535,7 @@ Manager *manager_free(Manager *m) {
         udev_watch_free(m->udev);
         sd_event_unref(m->event);
         for (size_t i = 0; i < m->n_snapshots; i++)
-                snapshot_done(&m->snapshots[i]);
+                manager_snapshot_done(&m->snapshots[i]);
         free(m->snapshots);
         strv_free(m->uevent_disks);
         free(m->status);

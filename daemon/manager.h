@@ -158,19 +158,6 @@ int manager_reconcile_disks(Manager *m, char *const *disks);
  * RELOADING=1 and READY=1 around it. */
 int manager_reload(Manager *m, ConfigDiags *ret_diags);
 
-/* Sets the runtime override of a disk (or partition: its disk) to setting, with force,
- * or removes it when setting is SETTING_AUTO and !force; the override is bound to this disk
- * (its diskseq) and dropped when the disk goes away. Saves the overrides to the runtime dir
- * and reconciles, which applies it. Returns 0, -EINVAL for an invalid name, -ENODEV when
- * there is no such disk, -EOPNOTSUPP when the kernel gives the disk no diskseq, or -errno
- * when saving failed (nothing changed). */
-int manager_set_override(Manager *m, const char *name, Setting setting, bool force);
-
-/* Removes the runtime override of a disk (or partition: its disk) and reconciles. Returns 1
- * with what was removed in *ret_removed (a sentence, may be NULL), 0 when the disk had none,
- * -EINVAL/-ENODEV for a bad or unknown name, or -errno when saving failed. */
-int manager_reset_override(Manager *m, const char *name, char **ret_removed);
-
 /* Re-reads the facts and applies the decision for one disk (or partition: its disk) now,
  * then reconciles the rest. *ret as engine_apply() for that disk. Returns what
  * engine_apply() returns, -EINVAL/-ENODEV for a bad or unknown name, or -EBUSY (with a

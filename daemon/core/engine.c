@@ -225,25 +225,6 @@ static int engine_configured_need(Engine *e, EngineDevice *d, const DeviceIdenti
         return 0;
 }
 
-/* Says which override is in force for d and what it is bound to: a runtime one (o) to the
- * disk's diskseq, a [Device] section to its match. */
-static int engine_describe_override(const Engine *e, EngineDevice *d, const RuntimeOverride *o,
-                                    const DeviceRule *force_rule) {
-        const DeviceRule *rule = d->setting_rule ?: force_rule;
-
-        if (o) {
-                d->override_scope = "runtime";
-                d->override_binding = strdup_printf("diskseq %" PRIu64, o->diskseq);
-                d->override_source = path_join(e->runtime_dir, "overrides");
-        } else if (rule) {
-                d->override_scope = "config";
-                d->override_binding = device_match_describe(&rule->match);
-                d->override_source = strdup_printf("%s:%u", rule->file, rule->line);
-        } else
-                return 0;
-        return d->override_binding && d->override_source ? 0 : -ENOMEM;
-}
-
 static int engine_decide(Engine *e, EngineDevice *d) {
         DeviceFacts *f = d->facts;
         DeviceIdentity id = device_identity_of(f);
@@ -790,82 +771,6 @@ int engine_restore(Engine *e, EngineDevice *d, ApplyResult *ret) {
         return fail(ret, 0,
                     strdup_printf("%s: stable writes restored to %s, the kernel's own value", f->name,
                                   now ? "on" : "off"));
-}
-
-void override_entries_free(OverrideEntry *entries, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(entries[i].binding);
-                free(entries[i].source);
-        }
-        free(entries);
-}
-
-static int override_entries_add(OverrideEntry **entries, size_t *n, const OverrideEntry *add) {
-        OverrideEntry *m = realloc(*entries, sizeof(OverrideEntry) * (*n + 1));
-        if (!m)
-                return -ENOMEM;
-        *entries = m;
-        m[*n] = (OverrideEntry){ .disk = add->disk,
-                                 .setting = add->setting,
-                                 .force = add->force,
-                                 .scope = add->scope,
-                                 .binding = strdup(add->binding),
-                                 .source = strdup(add->source) };
-        (*n)++;
-        return m[*n - 1].binding && m[*n - 1].source ? 0 : -ENOMEM;
-}
-
-int engine_list_overrides(const Engine *e, char *const *disks, OverrideEntry **ret, size_t *ret_n) {
-        OverrideEntry *entries = NULL;
-        size_t n = 0;
-        int r = 0;
-
-        for (size_t i = 0; r >= 0 && i < e->table.n; i++) {
-                const EngineDevice *d = &e->devices[i];
-                if (!d->override_scope || (disks && !strv_contains(disks, d->facts->name)))
-                        continue;
-                r = override_entries_add(&entries, &n,
-                                         &(OverrideEntry){ .disk = d->facts->name,
-                                                           .setting = d->setting,
-                                                           .force = d->force,
-                                                           .scope = d->override_scope,
-                                                           .binding = d->override_binding,
-                                                           .source = d->override_source });
-        }
-        /* What stablepagesctl set kept for disks that are not here (unplugged, not attached). */
-        for (size_t i = 0; r >= 0 && !disks && i < e->config.n_rules; i++) {
-                const DeviceRule *rule = &e->config.rules[i];
-                _cleanup_free_ char *binding = NULL, *source = NULL;
-                bool present = false;
-
-                if (!dropin_is_ours(rule->file))
-                        continue;
-                for (size_t j = 0; !present && j < e->table.n; j++) {
-                        DeviceIdentity id = device_identity_of(&e->table.devices[j]);
-                        present = device_match_test(&rule->match, &id);
-                }
-                if (present)
-                        continue;
-                binding = device_match_describe(&rule->match);
-                source = strdup_printf("%s:%u", rule->file, rule->line);
-                r = binding && source
-                            ? override_entries_add(&entries, &n,
-                                                   &(OverrideEntry){ .setting = rule->stable_writes >= 0
-                                                                                        ? rule->stable_writes
-                                                                                        : SETTING_AUTO,
-                                                                     .force = rule->force > 0,
-                                                                     .scope = "config",
-                                                                     .binding = binding,
-                                                                     .source = source })
-                            : -ENOMEM;
-        }
-        if (r < 0) {
-                override_entries_free(entries, n);
-                return r;
-        }
-        *ret = entries;
-        *ret_n = n;
-        return 0;
 }
 
 static void json_attr_int(JsonWriter *w, const char *key, int v) {

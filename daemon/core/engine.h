@@ -11,6 +11,7 @@
 #include "json.h"
 #include "learned.h"
 #include "policy.h"
+#include "overrides.h"
 #include "state.h"
 
 typedef struct EngineOptions {
@@ -172,23 +173,6 @@ void engine_dump_text(const Engine *e, FILE *f);
 
 /* Writes the members of one device's JSON object (callers add their own). */
 void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w);
-
-/* One override in force, or kept for a disk that is not there. */
-typedef struct OverrideEntry {
-        const char *disk; /* the disk it applies to now, NULL when none */
-        Setting setting;
-        bool force;
-        const char *scope; /* "runtime" or "config" */
-        char *binding;     /* as EngineDevice.override_binding */
-        char *source;      /* as EngineDevice.override_source */
-} OverrideEntry;
-
-/* The overrides in force for the disks of e (only those of disks when disks is not NULL),
- * then, when disks is NULL, the drop-ins of stablepagesctl that match no disk present, as an
- * array of *ret_n entries; the strings are owned by the entries. Returns 0 or -ENOMEM. */
-int engine_list_overrides(const Engine *e, char *const *disks, OverrideEntry **ret, size_t *ret_n);
-
-void override_entries_free(OverrideEntry *entries, size_t n);
 
 /* "on", "off", or "-" (leave alone) for a desired value. */
 const char *desired_to_string(int desired);

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
-#include <dirent.h>
 #include <inttypes.h>
 
 #include "identity.h"
@@ -250,53 +249,4 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how,
                         return -ENOMEM;
         }
         return -ENXIO;
-}
-
-bool dropin_is_ours(const char *path) {
-        const char *base = strrchr(path, '/');
-        size_t n;
-
-        base = base ? base + 1 : path;
-        n = strlen(base);
-        return startswith(base, DROPIN_PREFIX) && n > strlen(DROPIN_PREFIX) + 5 &&
-               streq(base + n - 5, ".conf");
-}
-
-int dropins_matching(const char *dir, const DeviceIdentity *id, char ***ret_paths) {
-        _cleanup_strv_free_ char **paths = NULL;
-        DIR *d = opendir(dir);
-        struct dirent *de;
-        int r = 0;
-
-        if (!d && errno != ENOENT)
-                return -errno;
-        while (d && (errno = 0, de = readdir(d))) {
-                _cleanup_(config_done) Config c = {};
-                _cleanup_(config_diags_done) ConfigDiags diags = {};
-                _cleanup_free_ char *p = NULL;
-
-                if (!dropin_is_ours(de->d_name))
-                        continue;
-                p = path_join(dir, de->d_name);
-                if (!p || config_init_defaults(&c) < 0 || config_parse_file(&c, p, &diags) < 0) {
-                        r = -ENOMEM;
-                        break;
-                }
-                for (size_t i = 0; i < c.n_rules; i++)
-                        if (device_match_test(&c.rules[i].match, id)) {
-                                r = strv_extend(&paths, p);
-                                break;
-                        }
-                if (r < 0)
-                        break;
-        }
-        if (d && r == 0 && errno != 0)
-                r = -errno;
-        if (d)
-                closedir(d);
-        if (r < 0)
-                return r;
-        strv_sort(paths);
-        *ret_paths = TAKE_PTR(paths);
-        return (int) strv_length(*ret_paths);
 }

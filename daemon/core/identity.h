@@ -82,10 +82,3 @@ char *stable_id_dropin_name(const StableId *id);
 
 /* The content of that drop-in for disk (its kernel name now, for the comment). New string. */
 char *stable_id_dropin_text(const StableId *id, const char *disk, Setting setting, bool force);
-
-/* True when the file name (or path) is a drop-in written by stablepagesctl. */
-bool dropin_is_ours(const char *path);
-
-/* The paths of the drop-ins of stablepagesctl in dir with a [Device] section that matches id,
- * sorted. A missing dir has none. Returns the number or -errno. */
-int dropins_matching(const char *dir, const DeviceIdentity *id, char ***ret_paths);

@@ -11,6 +11,7 @@
 #include "fuzz.h"
 #include "history.h"
 #include "log.h"
+#include "overrides.h"
 #include "state.h"
 #include "util.h"
 

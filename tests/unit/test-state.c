@@ -12,6 +12,7 @@
 #include "fake-sysfs.h"
 #include "fault.h"
 #include "log.h"
+#include "overrides.h"
 #include "state.h"
 #include "util.h"
 
