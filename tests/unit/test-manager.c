@@ -5,54 +5,38 @@
  * event loop is made but never run: each reconcile is called here. The uevent, mount and swap
  * monitors follow the real system, whose devices never name a disk of the fake tree (their
  * MAJ:MIN are in major 60, for local use, which no driver takes). */
-#include "fake-sysfs.h"
-#include "log.h"
+#include "fake-engine.h"
 #include "manager.h"
+#include "told.h"
 
 static char *root;
 static char **events;
 
 static void on_event(Manager *m, const ManagerEvent *ev, void *userdata) {
-        int r = 0;
-
         switch (ev->type) {
         case MANAGER_DEVICE_ADDED:
-                r = strv_extendf(&events, "added %s", ev->device);
+                told_add(&events, "added %s", ev->device);
                 break;
         case MANAGER_DEVICE_CHANGED:
-                r = strv_extendf(&events, "changed %s", ev->device);
+                told_add(&events, "changed %s", ev->device);
                 break;
         case MANAGER_DEVICE_REMOVED:
-                r = strv_extendf(&events, "removed %s", ev->device);
+                told_add(&events, "removed %s", ev->device);
                 break;
         case MANAGER_APPLIED:
-                r = ev->result->changed ? strv_extendf(&events, "applied %s %d -> %d", ev->device,
-                                                       ev->result->old_value, ev->result->new_value)
-                                        : strv_extendf(&events, "apply failed %s", ev->device);
+                if (ev->result->changed)
+                        told_add(&events, "applied %s %d -> %d", ev->device, ev->result->old_value,
+                                 ev->result->new_value);
+                else
+                        told_add(&events, "apply failed %s", ev->device);
                 break;
         case MANAGER_RELOADED:
-                r = strv_extend(&events, "reloaded");
+                told_add(&events, "reloaded");
                 break;
         default:
-                r = strv_extendf(&events, "event %d %s", ev->type, ev->device ?: "");
+                told_add(&events, "event %d %s", ev->type, ev->device ?: "");
                 break;
         }
-        CHECK(r >= 0);
-}
-
-/* The events since the last call, one per line (for the messages of failed checks). */
-static char *take_events(void) {
-        _cleanup_strv_free_ char **l = TAKE_PTR(events);
-        char *s = strdup("");
-
-        STRV_FOREACH (e, l) {
-                char *n = strdup_printf("%s%s\n", s, *e);
-                free(s);
-                s = n;
-                if (!s)
-                        exit(1);
-        }
-        return s;
 }
 
 static void put(const char *disk, const char *attr, const char *value) {
@@ -107,8 +91,15 @@ static char *published(const char *disk) {
 
 #define CHECK_EVENTS(...)                                                                                   \
         do {                                                                                                \
-                _cleanup_free_ char *_got = take_events();                                                  \
+                _cleanup_free_ char *_got = told_take(&events);                                             \
                 CHECK_STR(_got, __VA_ARGS__);                                                               \
+        } while (0)
+
+/* Checks that the object of disk in devices.json has member (a "key": value line). */
+#define CHECK_PUBLISHED(disk, member)                                                                       \
+        do {                                                                                                \
+                _cleanup_free_ char *_j = published(disk);                                                  \
+                CHECK_CONTAINS(_j, member);                                                                 \
         } while (0)
 
 static void set_config(const char *content) {
@@ -117,23 +108,12 @@ static void set_config(const char *content) {
 
 int main(void) {
         _cleanup_(manager_freep) Manager *m = NULL;
-        _cleanup_free_ char *sys = NULL, *udev = NULL, *conf = NULL, *dropins = NULL, *run = NULL,
-                            *state = NULL, *removed = NULL, *j = NULL;
+        _cleanup_free_ char *removed = NULL, *j = NULL;
         ApplyResult res = {};
+        FakeEngine fe;
 
-        log_set_target(LOG_TARGET_STDERR);
-        /* No service manager is told anything about this Manager. */
-        (void) unsetenv("NOTIFY_SOCKET");
-        (void) unsetenv("WATCHDOG_USEC");
-
-        root = tree_new();
-        sys = tree_path(root, "sys");
-        udev = tree_path(root, "udev");
-        conf = tree_path(root, "etc/stablepages.conf");
-        dropins = tree_path(root, "etc/stablepages.conf.d");
-        run = tree_path(root, "run");
-        state = tree_path(root, "state");
-        tree_mkdir(root, "udev");
+        fake_engine_init(&fe);
+        root = fe.root;
         set_config("[Manager]\nPolicy=integrity\n");
         /* md0: an md raid1 (need recommended), stable writes off; sda with a partition and
          * vdb: nothing reads their pages twice (need none), off; zram0: required, on (what the
@@ -146,18 +126,8 @@ int main(void) {
         make_disk("vdb", 32, "0\n");
         make_disk("zram0", 48, "1\n");
 
-        EngineOptions o = {
-                .sysfs_root = sys,
-                .udev_data_dir = udev,
-                .config_file = conf,
-                .dropin_dir = dropins,
-                .runtime_dir = run,
-                .state_dir = state,
-                .kernel_release = "6.1.0",
-                .boot_id = "",
-                .record_history = true, /* as the daemon runs it */
-        };
-        CHECK_INT(manager_new(&o, &m), 0);
+        fe.options.record_history = true; /* as the daemon runs it */
+        CHECK_INT(manager_new(&fe.options, &m), 0);
         if (!m)
                 return tests_finish();
         manager_set_event_handler(m, on_event, NULL);
@@ -171,15 +141,11 @@ int main(void) {
         CHECK_INT(flag_of("zram0"), 1);
         CHECK_EVENTS("applied md0 0 -> 1\nadded md0\nadded sda\nadded vdb\nadded zram0\n");
         CHECK_INT(manager_n_devices(m), 4);
-        j = published("md0");
-        CHECK_CONTAINS(j, "\"need\": \"recommended\"");
-        CHECK_CONTAINS(j, "\"desired\": \"on\"");
-        CHECK_CONTAINS(j, "\"in_force\": true");
-        j = mfree(j);
-        j = published("zram0");
-        CHECK_CONTAINS(j, "\"need\": \"required\"");
-        CHECK_CONTAINS(j, "\"desired\": \"on\"");
-        j = mfree(j);
+        CHECK_PUBLISHED("md0", "\"need\": \"recommended\"");
+        CHECK_PUBLISHED("md0", "\"desired\": \"on\"");
+        CHECK_PUBLISHED("md0", "\"in_force\": true");
+        CHECK_PUBLISHED("zram0", "\"need\": \"required\"");
+        CHECK_PUBLISHED("zram0", "\"desired\": \"on\"");
 
         /* Nothing changed: a reconcile writes and publishes nothing. */
         CHECK_INT(manager_reconcile(m), 0);
@@ -192,10 +158,8 @@ int main(void) {
         CHECK_INT(flag_of("sda"), 0);
         CHECK_INT(flag_of("zram0"), 1);
         CHECK_EVENTS("applied md0 1 -> 0\nchanged md0\nchanged sda\nchanged vdb\nreloaded\n");
-        j = published("md0");
-        CHECK_CONTAINS(j, "\"desired\": \"off\"");
-        CHECK_CONTAINS(j, "\"in_force\": false");
-        j = mfree(j);
+        CHECK_PUBLISHED("md0", "\"desired\": \"off\"");
+        CHECK_PUBLISHED("md0", "\"in_force\": false");
 
         /* Somebody turns sda on and the required zram0 off behind the daemon's back: both are
          * put back. */
@@ -211,15 +175,13 @@ int main(void) {
         CHECK_INT(manager_set_override(m, "zram0", SETTING_OFF, false), 0);
         CHECK_INT(flag_of("zram0"), 1);
         CHECK_EVENTS("apply failed zram0\nchanged zram0\n");
-        j = published("zram0");
-        CHECK_CONTAINS(j, "\"desired\": \"on\"");
-        CHECK_CONTAINS(j, "\"refused\": true");
-        CHECK_CONTAINS(j, "\"scope\": \"runtime\"");
-        j = mfree(j);
+        CHECK_PUBLISHED("zram0", "\"desired\": \"on\"");
+        CHECK_PUBLISHED("zram0", "\"refused\": true");
+        CHECK_PUBLISHED("zram0", "\"scope\": \"runtime\"");
         put("zram0", "queue/stable_writes", "0\n");
         CHECK_INT(manager_reconcile(m), 0);
         CHECK_INT(flag_of("zram0"), 1);
-        j = take_events();
+        j = told_take(&events);
         CHECK(!strstr(j, "-> 0"));
         j = mfree(j);
         /* Only an explicit force turns it off. */
@@ -236,10 +198,8 @@ int main(void) {
         CHECK_INT(manager_set_override(m, "sda1", SETTING_ON, false), 0);
         CHECK_INT(flag_of("sda"), 1);
         CHECK_EVENTS("applied sda 0 -> 1\nchanged sda\n");
-        j = published("sda");
-        CHECK_CONTAINS(j, "\"desired\": \"on\"");
-        CHECK_CONTAINS(j, "\"in_force\": true");
-        j = mfree(j);
+        CHECK_PUBLISHED("sda", "\"desired\": \"on\"");
+        CHECK_PUBLISHED("sda", "\"in_force\": true");
         CHECK_INT(manager_reset_override(m, "sda", &removed), 1);
         removed = mfree(removed);
         CHECK_INT(flag_of("sda"), 0);
@@ -286,12 +246,10 @@ int main(void) {
         CHECK_INT(manager_n_devices(m), 3);
         j = published("zram0");
         CHECK(!j);
-        j = mfree(j);
-        j = published("vdb");
-        CHECK(j);
+        CHECK_PUBLISHED("vdb", "\"need\": \"none\"");
 
         m = manager_free(m);
         events = strv_free(events);
-        tree_free(root);
+        fake_engine_done(&fe);
         return tests_finish();
 }

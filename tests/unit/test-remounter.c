@@ -13,9 +13,9 @@
 #include <poll.h>
 #include <sys/sysmacros.h>
 
-#include "fake-sysfs.h"
-#include "log.h"
+#include "fake-engine.h"
 #include "remount.h"
+#include "told.h"
 
 static char *root, *child_log, *go_file;
 static char **told; /* what the host was told, in order */
@@ -134,17 +134,6 @@ static TrackedMount *mount_of(const char *target) {
         return NULL;
 }
 
-static void tell(const char *format, ...) _printf_(1, 2);
-static void tell(const char *format, ...) {
-        _cleanup_free_ char *s = NULL;
-        va_list ap;
-
-        va_start(ap, format);
-        CHECK(vasprintf(&s, format, ap) >= 0);
-        va_end(ap);
-        CHECK(strv_extend(&told, s) >= 0);
-}
-
 static int host_find_disk(void *userdata, const char *name, RemountDisk *ret) {
         const RemountDisk *d = disk_of(name);
         if (!d)
@@ -154,7 +143,7 @@ static int host_find_disk(void *userdata, const char *name, RemountDisk *ret) {
 }
 
 static int host_apply(void *userdata, const char *disk, char **ret_message) {
-        tell("apply %s", disk);
+        told_add(&told, "apply %s", disk);
         *ret_message = strdup_printf("%s: stable writes off, unchanged", disk);
         return 0;
 }
@@ -162,7 +151,7 @@ static int host_apply(void *userdata, const char *disk, char **ret_message) {
 static void host_mounted(void *userdata, int old_id, int new_id, const char *target, int effective) {
         TrackedMount *t = mount_of(target);
 
-        tell("mounted %s %d -> %d, effective %d", target, old_id, new_id, effective);
+        told_add(&told, "mounted %s %d -> %d, effective %d", target, old_id, new_id, effective);
         CHECK(t && t->id == old_id);
         if (!t)
                 return;
@@ -173,36 +162,21 @@ static void host_mounted(void *userdata, int old_id, int new_id, const char *tar
 }
 
 static void host_flag_written(void *userdata, const char *disk, int flag) {
-        tell("flag_written %s %d", disk, flag);
+        told_add(&told, "flag_written %s %d", disk, flag);
 }
 
 static void host_finished(void *userdata, const RemountResult *result) {
-        tell("finished %s %s%s", result->target, remount_outcome_to_string(result->outcome),
-             result->ok ? " ok" : "");
+        told_add(&told, "finished %s %s%s", result->target, remount_outcome_to_string(result->outcome),
+                 result->ok ? " ok" : "");
 }
 
 static void host_reconcile(void *userdata) {
-        tell("reconcile");
-}
-
-/* What the host was told since the last call, one per line. */
-static char *take_told(void) {
-        _cleanup_strv_free_ char **l = TAKE_PTR(told);
-        char *s = strdup("");
-
-        STRV_FOREACH (e, l) {
-                char *n = strdup_printf("%s%s\n", s, *e);
-                free(s);
-                s = n;
-                if (!s)
-                        exit(1);
-        }
-        return s;
+        told_add(&told, "reconcile");
 }
 
 #define CHECK_TOLD(expected)                                                                                \
         do {                                                                                                \
-                _cleanup_free_ char *_got = take_told();                                                    \
+                _cleanup_free_ char *_got = told_take(&told);                                               \
                 CHECK_STR(_got, expected);                                                                  \
         } while (0)
 
@@ -266,6 +240,15 @@ static bool told_at_least(const void *n) {
         return strv_length(told) >= *(const size_t *) n;
 }
 
+/* Requests the cycle of the one filesystem on disk and runs the event loop until the answer:
+ * its result as on_done() wrote it, or NULL. */
+static const char *request_one(Remounter *r, sd_event *e, const char *disk, Request *q) {
+        CHECK_INT(request(r, disk, q), 0);
+        run_until(e, answered, q);
+        CHECK_INT(q->n, 1);
+        return q->n > 0 ? q->results[0] : NULL;
+}
+
 static char *child_ran(void) {
         char *s = NULL;
         if (read_full_file(child_log, 1 << 16, &s, NULL) < 0)
@@ -281,52 +264,33 @@ static bool journal_exists(const Engine *e, const char *target) {
 
 static void collect_unmounted(const char *target, const char *disk, const char *reason, bool retrying,
                               void *userdata) {
-        CHECK(strv_extendf(userdata, "%s on %s%s: %s", target, disk, retrying ? " (retrying)" : "",
-                           reason) >= 0);
+        told_add(userdata, "%s on %s%s: %s", target, disk, retrying ? " (retrying)" : "", reason);
 }
 
 /* The filesystems left unmounted, one per line. */
 static char *unmounted(const Remounter *r) {
         _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *s = NULL;
 
         remount_foreach_unmounted(r, collect_unmounted, &l);
-        s = strdup("");
-        STRV_FOREACH (e, l) {
-                char *n = strdup_printf("%s%s\n", s, *e);
-                free(s);
-                s = n;
-                if (!s)
-                        exit(1);
-        }
-        return TAKE_PTR(s);
+        return told_take(&l);
 }
 
 int main(void) {
         _cleanup_(engine_done) Engine e = {};
-        _cleanup_free_ char *sys = NULL, *udev = NULL, *conf = NULL, *dropins = NULL, *run_dir = NULL,
-                            *mountinfo = NULL, *s = NULL;
+        _cleanup_free_ char *mountinfo = NULL, *s = NULL;
         sd_event *event = NULL;
         Remounter *r = NULL;
         Request q1 = {}, q2 = {}, q3 = {}, q4 = {}, q5 = {};
         char line[512], table[4096] = "27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n";
+        FakeEngine fe;
 
-        log_set_target(LOG_TARGET_STDERR);
         (void) unsetenv("STABLEPAGES_TEST_REMOUNT_FAIL");
         (void) unsetenv("STABLEPAGES_TEST_REMOUNT_PAUSE");
-        (void) unsetenv("NOTIFY_SOCKET");
-
-        root = tree_new();
-        sys = tree_path(root, "sys");
-        udev = tree_path(root, "udev");
-        conf = tree_path(root, "etc/stablepages.conf");
-        dropins = tree_path(root, "etc/stablepages.conf.d");
-        run_dir = tree_path(root, "run");
+        fake_engine_init(&fe);
+        root = fe.root;
         mountinfo = tree_path(root, "mountinfo");
         child_log = tree_path(root, "child.log");
         go_file = tree_path(root, "go");
-        tree_mkdir(root, "udev");
-        tree_mkdir(root, "run");
         tree_put(root, "etc/stablepages.conf", "[Manager]\nNeverRemount=/stablepages-test/never\n");
         /* Each disk has a sysfs directory (the child is handed it, pinned) and its filesystems
          * are in the mount table: ext4, mounted with stable writes on, now pending (off). */
@@ -348,17 +312,7 @@ int main(void) {
         tree_put(root, "mountinfo", table);
         tracker.mountinfo = mountinfo;
 
-        EngineOptions o = {
-                .sysfs_root = sys,
-                .udev_data_dir = udev,
-                .config_file = conf,
-                .dropin_dir = dropins,
-                .runtime_dir = run_dir,
-                .state_dir = run_dir,
-                .kernel_release = "6.1.0",
-                .boot_id = "",
-        };
-        CHECK_INT(engine_init(&e, &o), 0);
+        CHECK_INT(engine_init(&e, &fe.options), 0);
         CHECK_INT(engine_load_config(&e), 0);
         CHECK_INT(sd_event_new(&event), 0);
         CHECK_INT(remount_new(&(RemountHost){ .event = event,
@@ -451,19 +405,13 @@ int main(void) {
                 "takes effect at next mount (the last cycle failed: mounting with the new state failed");
 
         /* A disk the daemon leaves alone: refused, nothing applied, no child. */
-        CHECK_INT(request(r, "sdy", &q3), 0);
-        run_until(event, answered, &q3);
-        CHECK_INT(q3.n, 1);
-        CHECK_CONTAINS(q3.results[0],
+        CHECK_CONTAINS(request_one(r, event, "sdy", &q3),
                        "/stablepages-test/d refused: /stablepages-test/d (ext4 on sdy): not cycled: "
                        "the daemon leaves sdy alone (Policy=observe)");
         CHECK_TOLD("finished /stablepages-test/d refused\nreconcile\n");
 
         /* The cycle's process dies before it touched anything: failed, the disk released. */
-        CHECK_INT(request(r, "sdw", &q4), 0);
-        run_until(event, answered, &q4);
-        CHECK_INT(q4.n, 1);
-        CHECK_CONTAINS(q4.results[0],
+        CHECK_CONTAINS(request_one(r, event, "sdw", &q4),
                        "/stablepages-test/f failed: /stablepages-test/f (ext4 on sdw): not cycled: "
                        "the process of its cycle died (status 3)");
         CHECK_TOLD("apply sdw\nfinished /stablepages-test/f failed\nreconcile\nreconcile\n");
@@ -476,10 +424,7 @@ int main(void) {
 
         /* Left unmounted: the requester hears it, the disk stays held and listed, the journal
          * stays; the replay mounts it back a second later. */
-        CHECK_INT(request(r, "sdv", &q5), 0);
-        run_until(event, answered, &q5);
-        CHECK_INT(q5.n, 1);
-        CHECK_CONTAINS(q5.results[0],
+        CHECK_CONTAINS(request_one(r, event, "sdv", &q5),
                        "/stablepages-test/g unmounted: /stablepages-test/g (ext4 on sdv): NOT MOUNTED: "
                        "mounting it failed: Invalid argument (in the fake child); retrying in 1 s");
         CHECK(remount_holds(r, "sdv"));
@@ -495,7 +440,7 @@ int main(void) {
         s = unmounted(r);
         CHECK_STR(s, "");
         s = mfree(s);
-        s = take_told();
+        s = told_take(&told);
         CHECK_CONTAINS(s, "flag_written sdv 0\n"
                           "mounted /stablepages-test/g 106 -> 200, effective 0\n"
                           "finished /stablepages-test/g done ok\n"
@@ -534,6 +479,6 @@ int main(void) {
         request_done(&q5);
         free(child_log);
         free(go_file);
-        tree_free(root);
+        fake_engine_done(&fe);
         return tests_finish();
 }
