@@ -18,47 +18,8 @@ static void json_attr_int(JsonWriter *w, const char *key, int v) {
                 json_int(w, v);
 }
 
-void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w) {
-        const DeviceFacts *f = d->facts;
-        char buf[32];
-
-        json_key(w, "name");
-        json_string(w, f->name);
-        json_key(w, "devnum");
-        json_string(w, format_devnum(f->devnum, buf));
-        json_key(w, "kind");
-        json_string(w, device_kind_to_string(f->kind));
-        json_key(w, "driver");
-        json_string(w, f->driver);
-        json_attr_int(w, "stable_writes", f->stable_writes);
-        json_attr_int(w, "declared", f->declared_stable_writes);
-        json_key(w, "in_force");
-        json_bool(w, d->class.in_force);
-        json_key(w, "integrity_enforced");
-        json_bool(w, d->class.integrity_enforced);
-        json_key(w, "need");
-        json_string(w, need_to_string(d->class.need));
-        json_key(w, "reasons");
-        json_strv(w, d->class.reasons);
-        json_key(w, "flag_cause");
-        json_string(w, d->class.flag_cause);
-        json_key(w, "desired");
-        json_string(w, d->decision.desired < 0 ? NULL : desired_to_string(d->decision.desired));
-        json_key(w, "desired_source");
-        json_string(w, desired_source_to_string(d->decision.source));
-        json_key(w, "decision");
-        json_string(w, d->decision.reason);
-        json_key(w, "refused");
-        json_bool(w, d->decision.refused);
-        json_key(w, "forced");
-        json_bool(w, d->decision.forced);
-        json_key(w, "managed");
-        json_bool(w, d->managed);
-        json_key(w, "setting");
-        json_string(w, setting_to_string(d->setting));
-        json_key(w, "diskseq");
-        json_uint(w, f->diskseq);
-        json_key(w, "override");
+/* The value of the disk's "override": the override in force, or null. */
+static void override_json(const EngineDevice *d, JsonWriter *w) {
         if (d->override_scope) {
                 json_object_begin(w);
                 json_key(w, "scope");
@@ -74,6 +35,10 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
                 json_object_end(w);
         } else
                 json_null(w);
+}
+
+/* What Policy=balanced learned about the disk, and since when and why. */
+static void learned_json_members(const EngineDevice *d, JsonWriter *w) {
         json_key(w, "learned");
         json_string(w, learned_to_string(d->learned));
         json_key(w, "learned_since_usec");
@@ -83,10 +48,10 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
                 json_uint(w, d->learned_since_usec);
         json_key(w, "learned_reason");
         json_string(w, d->learned_reason);
-        json_key(w, "need_problem");
-        json_string(w, d->need_problem);
+}
 
-        json_key(w, "facts");
+/* The value of the disk's "facts": what sysfs and udev say of it. */
+static void facts_json(const DeviceFacts *f, JsonWriter *w) {
         json_object_begin(w);
         json_key(w, "integrity_format");
         json_string(w, f->integrity_format);
@@ -139,6 +104,56 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
                 json_string(w, f->partitions[i].name);
         json_array_end(w);
         json_object_end(w);
+}
+
+void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWriter *w) {
+        const DeviceFacts *f = d->facts;
+        char buf[32];
+
+        json_key(w, "name");
+        json_string(w, f->name);
+        json_key(w, "devnum");
+        json_string(w, format_devnum(f->devnum, buf));
+        json_key(w, "kind");
+        json_string(w, device_kind_to_string(f->kind));
+        json_key(w, "driver");
+        json_string(w, f->driver);
+        json_attr_int(w, "stable_writes", f->stable_writes);
+        json_attr_int(w, "declared", f->declared_stable_writes);
+        json_key(w, "in_force");
+        json_bool(w, d->class.in_force);
+        json_key(w, "integrity_enforced");
+        json_bool(w, d->class.integrity_enforced);
+        json_key(w, "need");
+        json_string(w, need_to_string(d->class.need));
+        json_key(w, "reasons");
+        json_strv(w, d->class.reasons);
+        json_key(w, "flag_cause");
+        json_string(w, d->class.flag_cause);
+        json_key(w, "desired");
+        json_string(w, d->decision.desired < 0 ? NULL : desired_to_string(d->decision.desired));
+        json_key(w, "desired_source");
+        json_string(w, desired_source_to_string(d->decision.source));
+        json_key(w, "decision");
+        json_string(w, d->decision.reason);
+        json_key(w, "refused");
+        json_bool(w, d->decision.refused);
+        json_key(w, "forced");
+        json_bool(w, d->decision.forced);
+        json_key(w, "managed");
+        json_bool(w, d->managed);
+        json_key(w, "setting");
+        json_string(w, setting_to_string(d->setting));
+        json_key(w, "diskseq");
+        json_uint(w, f->diskseq);
+        json_key(w, "override");
+        override_json(d, w);
+        learned_json_members(d, w);
+        json_key(w, "need_problem");
+        json_string(w, d->need_problem);
+
+        json_key(w, "facts");
+        facts_json(f, w);
 
         json_key(w, "errors");
         json_strv(w, f->errors);

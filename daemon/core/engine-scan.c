@@ -22,9 +22,6 @@ static void engine_keep_history(DeviceFacts *f, FlagHistory *h) {
         }
 }
 
-/* Fills what f's history says (history.h): the flag the kernel declared and whether that was
- * seen at the disk's add, and whether the flag moved without the project since the last record.
- * With record, the disk's first sight and such a move are recorded. */
 /* Whether f's flag now is what the kernel set at its add: f is the disk whose add this run
  * handles, or a hidden path of it (an NVMe multipath head's paths get no uevent of their own:
  * they are set up before the head is added, and without a device node only root's sysfs
@@ -40,6 +37,9 @@ static bool engine_at_add(const Engine *e, const DeviceFacts *f) {
         return added && strv_contains(added->nvme_paths, f->name);
 }
 
+/* Fills what f's history says (history.h): the flag the kernel declared and whether that was
+ * seen at the disk's add, and whether the flag moved without the project since the last record.
+ * With record, the disk's first sight and such a move are recorded. */
 static void engine_read_history(const Engine *e, DeviceFacts *f, bool record) {
         _cleanup_(history_done) FlagHistory h = {};
         bool at_add = engine_at_add(e, f);
@@ -226,64 +226,37 @@ static bool facts_resolved(const Engine *e, const DeviceFacts *f) {
         return true;
 }
 
-int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
-        DeviceScanOptions so = engine_scan_options(e);
+/* Reads the facts of disk i of the table again, with its history, in place of the old ones.
+ * Returns 0; -ESTALE when it is gone, another disk has its name now or it names a disk not in
+ * the table (a full scan is needed); -ENOMEM. */
+static int engine_reread(Engine *e, const DeviceScanOptions *so, size_t i) {
+        DeviceFacts f;
+        int r = device_facts_read(so, e->table.devices[i].name, &f);
+
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return -ESTALE; /* gone: a full scan removes it */
+        if (f.devnum != e->table.devices[i].devnum || f.diskseq != e->table.devices[i].diskseq ||
+            !facts_resolved(e, &f)) {
+                device_facts_done(&f);
+                return -ESTALE; /* another disk under that name, or a new one */
+        }
+        engine_read_history(e, &f, e->record_history);
+        device_facts_done(&e->table.devices[i]);
+        e->table.devices[i] = f;
+        return 0;
+}
+
+/* Classifies and decides again the disks in set (parallel to the table); every other disk keeps
+ * its classification and decision. Returns 0 or -errno. */
+static int engine_rederive(Engine *e, const bool *set) {
         size_t n = e->table.n;
-        _cleanup_free_ bool *set = calloc(n + 1, sizeof(bool)), *down = calloc(n + 1, sizeof(bool)),
-                            *up = calloc(n + 1, sizeof(bool)), *read = calloc(n + 1, sizeof(bool));
         _cleanup_free_ Classification *classes = calloc(n + 1, sizeof(Classification));
-        bool grew;
         int r;
 
-        if (!set || !down || !up || !read || !classes)
+        if (!classes)
                 return -ENOMEM;
-        if (!e->devices)
-                return -ESTALE;
-        STRV_FOREACH (d, disks) {
-                ssize_t i = engine_index(e, *d);
-                if (i < 0)
-                        return -ESTALE; /* a disk we have not seen: a full scan adds it */
-                mark_below(e, set, down, (size_t) i);
-        }
-
-        /* What stacks on anything re-read may change with it: walk up from each, with the facts
-         * before and after the re-read (a stack may have been built or torn down), until no
-         * new disk joins. */
-        do {
-                grew = false;
-                for (size_t i = 0; i < n; i++)
-                        if (set[i] && down[i] && !up[i])
-                                mark_above(e, set, up, i);
-                for (size_t i = 0; i < n; i++) {
-                        DeviceFacts f;
-
-                        if (!set[i] || read[i])
-                                continue;
-                        r = device_facts_read(&so, e->table.devices[i].name, &f);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0)
-                                return -ESTALE; /* gone: a full scan removes it */
-                        if (f.devnum != e->table.devices[i].devnum ||
-                            f.diskseq != e->table.devices[i].diskseq || !facts_resolved(e, &f)) {
-                                device_facts_done(&f);
-                                return -ESTALE; /* another disk under that name, or a new one */
-                        }
-                        engine_read_history(e, &f, e->record_history);
-                        device_facts_done(&e->table.devices[i]);
-                        e->table.devices[i] = f;
-                        read[i] = true;
-                        grew = true;
-                        /* Its new facts may name other disks below or above it. */
-                        bool was_down = down[i], was_up = up[i];
-                        down[i] = up[i] = false;
-                        if (was_down)
-                                mark_below(e, set, down, i);
-                        if (was_up)
-                                mark_above(e, set, up, i);
-                }
-        } while (grew);
-
         for (size_t i = 0; i < n; i++)
                 if (!set[i])
                         classes[i] = e->devices[i].class; /* borrowed, read only */
@@ -304,6 +277,56 @@ int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
                         if (r < 0)
                                 return r;
                 }
+        return 0;
+}
+
+int engine_rescan_disks(Engine *e, char *const *disks, bool **ret_redone) {
+        DeviceScanOptions so = engine_scan_options(e);
+        size_t n = e->table.n;
+        _cleanup_free_ bool *set = calloc(n + 1, sizeof(bool)), *down = calloc(n + 1, sizeof(bool)),
+                            *up = calloc(n + 1, sizeof(bool)), *read = calloc(n + 1, sizeof(bool));
+        bool grew;
+        int r;
+
+        if (!set || !down || !up || !read)
+                return -ENOMEM;
+        if (!e->devices)
+                return -ESTALE;
+        STRV_FOREACH (d, disks) {
+                ssize_t i = engine_index(e, *d);
+                if (i < 0)
+                        return -ESTALE; /* a disk we have not seen: a full scan adds it */
+                mark_below(e, set, down, (size_t) i);
+        }
+
+        /* What stacks on anything re-read may change with it: walk up from each, with the facts
+         * before and after the re-read (a stack may have been built or torn down), until no
+         * new disk joins. */
+        do {
+                grew = false;
+                for (size_t i = 0; i < n; i++)
+                        if (set[i] && down[i] && !up[i])
+                                mark_above(e, set, up, i);
+                for (size_t i = 0; i < n; i++) {
+                        if (!set[i] || read[i])
+                                continue;
+                        r = engine_reread(e, &so, i);
+                        if (r < 0)
+                                return r;
+                        read[i] = grew = true;
+                        /* Its new facts may name other disks below or above it. */
+                        bool was_down = down[i], was_up = up[i];
+                        down[i] = up[i] = false;
+                        if (was_down)
+                                mark_below(e, set, down, i);
+                        if (was_up)
+                                mark_above(e, set, up, i);
+                }
+        } while (grew);
+
+        r = engine_rederive(e, set);
+        if (r < 0)
+                return r;
         if (ret_redone)
                 *ret_redone = TAKE_PTR(set);
         return 0;

@@ -88,7 +88,6 @@ fail:
         return r;
 }
 
-/* Frees what was derived about d (not its facts) and zeroes it. */
 void engine_device_done(EngineDevice *d) {
         classification_done(&d->class);
         policy_decision_done(&d->decision);
@@ -186,7 +185,6 @@ int engine_learned_key(Engine *e, EngineDevice *d) {
         return d->learned_key ? 0 : learned_key(d->facts, &e->table, e->boot_id, &d->learned_key);
 }
 
-/* Order of protection: a Need= may move a disk up this list, never down. */
 int need_rank(Need n) {
         return n == NEED_REQUIRED ? 3 : n == NEED_UNKNOWN ? 2 : n == NEED_RECOMMENDED ? 1 : 0;
 }
