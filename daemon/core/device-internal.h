@@ -7,14 +7,14 @@
 #include "device.h"
 
 /* Records in f->errors that attr exists but cannot be read (error). Returns 0 or -ENOMEM. */
-int add_error(DeviceFacts *f, const char *attr, int error);
+int device_add_error(DeviceFacts *f, const char *attr, int error);
 
 /* Fills f->iscsi_data_digest and f->scsi_host_driver when the disk is on an iSCSI session.
  * Returns 0 or -ENOMEM. */
-int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f);
+int device_read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f);
 
 /* 1 when an ancestor of the disk's device is bound to driver, else 0; or -ENOMEM. */
-int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver);
+int device_ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver);
 
 /* Fills f->nvme_paths for an NVMe multipath head. Returns 0 or -ENOMEM. */
-int read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f);
+int device_read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f);

@@ -22,7 +22,7 @@ static int device_dir(const DeviceScanOptions *o, const DeviceFacts *f, char *re
 
 /* Finds the data digest of the iSCSI connection above the disk's SCSI device, if any, and the
  * driver of the SCSI host of its session. */
-int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
+int device_read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
         char resolved[PATH_MAX], root[PATH_MAX];
         int r = device_dir(o, f, resolved, root);
 
@@ -63,7 +63,7 @@ int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
 
 /* Whether an ancestor of the disk's device (in the resolved sysfs path) is bound to driver:
  * e.g. the SPI device (driver mmc_spi) above an MMC card's host. */
-int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver) {
+int device_ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver) {
         char resolved[PATH_MAX], root[PATH_MAX];
         int r = device_dir(o, f, resolved, root);
 
@@ -79,9 +79,10 @@ int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const 
         }
         return 0;
 }
+
 /* The paths of an NVMe multipath head "nvmeXnY": the hidden disks "nvmeXcZnY" (named so by
  * nvme_alloc_ns()). A namespace without multipath has none. */
-int read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {
+int device_read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {
         _cleanup_strv_free_ char **disks = NULL;
         unsigned subsys, ns, s2, ctrl, ns2;
         int len = 0, r;
@@ -90,7 +91,7 @@ int read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {
                 return 0;
         r = sysfs_list_dir(o->sysfs_root, "block", &disks);
         if (r < 0)
-                return r == -ENOMEM ? r : add_error(f, "nvme paths", r);
+                return r == -ENOMEM ? r : device_add_error(f, "nvme paths", r);
         STRV_FOREACH (d, disks)
                 if (sscanf(*d, "nvme%uc%un%u%n", &s2, &ctrl, &ns2, &len) == 3 &&
                     (size_t) len == strlen(*d) && s2 == subsys && ns2 == ns &&

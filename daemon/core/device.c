@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The facts of one disk under a sysfs root: its attributes read relative to its directory,
+ * its kind, stack, partitions and udev properties, a dm device's table, the device under a dio
+ * loop's backing file; and the disk of a kernel name or of a device number. */
 #include <assert.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -25,11 +27,10 @@ bool integrity_format_is_checksum(const char *format) {
         return format && (startswith(format, "T10-DIF-") || startswith(format, "EXT-DIF-"));
 }
 
-int add_error(DeviceFacts *f, const char *attr, int error) {
+int device_add_error(DeviceFacts *f, const char *attr, int error) {
         return strv_extendf(&f->errors, "%s: %s", attr, strerror(-error));
 }
 
-/* Reads an optional string attribute of the disk into *ret (NULL when absent). */
 /* The directory of the disk being read: its descriptor (attributes are opened relative to it)
  * and its listing (NULL when it could not be listed). */
 typedef struct DiskDir {
@@ -49,6 +50,7 @@ static bool in_absent_dir(char *const *entries, const char *attr) {
         return true;
 }
 
+/* Reads an optional string attribute of the disk into *ret (NULL when absent). */
 static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd, const char *attr,
                            char **ret) {
         if (in_absent_dir(dd->entries, attr)) {
@@ -61,7 +63,7 @@ static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const Dis
         if (r < 0) {
                 *ret = NULL;
                 if (r != -ENOENT && r != -ENOTDIR)
-                        return add_error(f, attr, r);
+                        return device_add_error(f, attr, r);
         }
         return 0;
 }
@@ -176,7 +178,7 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir 
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return add_error(f, dir, r);
+                return device_add_error(f, dir, r);
         STRV_FOREACH (n, names) {
                 _cleanup_free_ char *disk = NULL;
                 r = device_disk_of(o->sysfs_root, *n, &disk);
@@ -190,10 +192,8 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir 
         return 0;
 }
 
-/* Appends the partitions of disk (entries of block/DISK with a "partition" file and a
- * readable "dev") to *partitions. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
- * listed. */
-/* The same, with the disk's directory open as dirfd and listed in entries. */
+/* Appends the partitions of disk (entries of its directory, open as dirfd and listed in
+ * entries, with a "partition" file and a readable "dev") to *partitions. Returns 0 or -ENOMEM. */
 static int list_partitions_in(int dirfd, const char *disk, char *const *entries, Partition **partitions,
                               size_t *n) {
         STRV_FOREACH (e, entries) {
@@ -224,6 +224,8 @@ static int list_partitions_in(int dirfd, const char *disk, char *const *entries,
         return 0;
 }
 
+/* The same for disk under sysfs_root. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
+ * listed. */
 static int list_partitions(const char *sysfs_root, const char *disk, Partition **partitions, size_t *n) {
         _cleanup_strv_free_ char **entries = NULL;
         _cleanup_free_ char *full = strdup_printf("%s/block/%s", sysfs_root, disk);
@@ -247,7 +249,7 @@ static int read_partitions(DeviceFacts *f, const DiskDir *dd) {
                         ? list_partitions_in(dd->fd, f->name, dd->entries, &f->partitions, &f->n_partitions)
                         : -EIO;
         if (r < 0 && r != -ENOMEM)
-                return add_error(f, "partitions", r);
+                return device_add_error(f, "partitions", r);
         return r;
 }
 
@@ -391,11 +393,11 @@ static int read_kind_facts(const DeviceScanOptions *o, DeviceFacts *f, const Dis
         case DEVICE_KIND_RBD:
                 return read_opt_string(o, f, dd, "device/config_info", &f->rbd_config_info);
         case DEVICE_KIND_SCSI:
-                return read_iscsi_digest(o, f);
+                return device_read_iscsi_digest(o, f);
         case DEVICE_KIND_NVME:
-                return read_nvme_paths(o, f);
+                return device_read_nvme_paths(o, f);
         case DEVICE_KIND_MMC:
-                r = ancestor_has_driver(o, f, "mmc_spi");
+                r = device_ancestor_has_driver(o, f, "mmc_spi");
                 if (r < 0)
                         return r;
                 f->mmc_spi = r > 0;
