@@ -86,7 +86,7 @@ int config_entries(const Config *c, ConfigEntry **ret, size_t *ret_n) {
                 /* A Devices= that manages no disk (none of its entries could be used) reads "."
                  * (a valid glob no kernel name matches): an empty one would mean every disk. */
                 e = entries_add(&entries, &n, strdup("Manager"), strdup(item->key),
-                                note && streq(note, "no disk") ? strdup(".") : item_value(item, c),
+                                note && streq(note, "no disk") ? strdup(".") : config_item_value(item, c),
                                 note ? strdup(note) : NULL);
                 r = e && (!note || e->note) ? entry_add_sources(e, c, item, CONFIG_SOURCE_MANAGER) : -ENOMEM;
         }
@@ -105,7 +105,7 @@ int config_entries(const Config *c, ConfigEntry **ret, size_t *ret_n) {
                         if (item->section != SECTION_DEVICE)
                                 continue;
                         e = entries_add(&entries, &n, strdup_printf("Device %s", match), strdup(item->key),
-                                        item_value(item, rule), NULL);
+                                        config_item_value(item, rule), NULL);
                         r = e ? entry_add_sources(e, c, item, k) : -ENOMEM;
                         if (r == 0) { /* not set in this section: not shown */
                                 config_entry_done(e);

@@ -40,4 +40,4 @@ extern const size_t config_items_n;
 
 /* The value of item in base (Config or DeviceRule) as a configuration line writes it. New
  * string, NULL on ENOMEM. */
-char *item_value(const ConfigItem *item, const void *base);
+char *config_item_value(const ConfigItem *item, const void *base);

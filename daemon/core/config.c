@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The configuration's items: the names of its enums, the defaults, the [Manager] and
  * [Device MATCH] sections, and the table of keys with their value parsers (in the manner of
- * systemd's oomd-conf.c). config-reader.c reads the lines and reports the problems;
+ * systemd's oomd-conf.c), and each key's value as a line writes it. config-reader.c reads the
+ * lines and reports the problems; config-entries.c lists the configuration in force;
  * device-match.c matches [Device] sections to disks. */
 
 #include <ctype.h>
@@ -605,9 +606,7 @@ int config_handle_item(void *user, const char *section, const char *name, const 
         return 1;
 }
 
-/* The value of item in base (Config or DeviceRule) as a configuration line writes it. New
- * string, NULL on ENOMEM. */
-char *item_value(const ConfigItem *item, const void *base) {
+char *config_item_value(const ConfigItem *item, const void *base) {
         const void *p = (const uint8_t *) base + item->offset;
 
         if (item->parse == parse_usec)
