@@ -4,27 +4,25 @@
  * (an MMC card's SPI host). */
 #include <limits.h>
 
-#include "device-internal.h"
+#include "device-transport.h"
 #include "sysfs.h"
 #include "util.h"
 
 /* Resolves the disk's device directory (block/NAME/device) into resolved and the sysfs root
  * into root (both PATH_MAX): walking up resolved, stay below root. Returns 1, 0 when the disk
  * has no device, or -ENOMEM. */
-static int device_dir(const DeviceScanOptions *o, const DeviceFacts *f, char *resolved, char *root) {
-        _cleanup_free_ char *p = strdup_printf("block/%s/device", f->name);
-        _cleanup_free_ char *full = p ? path_join(o->sysfs_root, p) : NULL;
+static int device_dir(const char *sysfs_root, const char *disk, char *resolved, char *root) {
+        _cleanup_free_ char *p = strdup_printf("block/%s/device", disk);
+        _cleanup_free_ char *full = p ? path_join(sysfs_root, p) : NULL;
 
         if (!full)
                 return -ENOMEM;
-        return realpath(full, resolved) && realpath(o->sysfs_root, root);
+        return realpath(full, resolved) && realpath(sysfs_root, root);
 }
 
-/* Finds the data digest of the iSCSI connection above the disk's SCSI device, if any, and the
- * driver of the SCSI host of its session. */
-int device_read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
+int device_read_iscsi_digest(const char *sysfs_root, const char *disk, char **digest, char **host_driver) {
         char resolved[PATH_MAX], root[PATH_MAX];
-        int r = device_dir(o, f, resolved, root);
+        int r = device_dir(sysfs_root, disk, resolved, root);
 
         if (r <= 0)
                 return r;
@@ -42,7 +40,7 @@ int device_read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
                                 strdup_printf("%s/%s/iscsi_connection/%s/data_digest", resolved, *c, *c);
                         if (!attr)
                                 return -ENOMEM;
-                        if (sysfs_read_string("/", attr, &f->iscsi_data_digest) == 0)
+                        if (sysfs_read_string("/", attr, digest) == 0)
                                 break;
                 }
                 /* The session's parent is its SCSI host: which driver runs it (iscsi_tcp, the
@@ -54,18 +52,16 @@ int device_read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
                 _cleanup_free_ char *attr = strdup_printf("%s/scsi_host/%s/proc_name", resolved, host + 1);
                 if (!attr)
                         return -ENOMEM;
-                if (sysfs_read_string("/", attr, &f->scsi_host_driver) == -ENOMEM)
+                if (sysfs_read_string("/", attr, host_driver) == -ENOMEM)
                         return -ENOMEM;
                 return 0;
         }
         return 0;
 }
 
-/* Whether an ancestor of the disk's device (in the resolved sysfs path) is bound to driver:
- * e.g. the SPI device (driver mmc_spi) above an MMC card's host. */
-int device_ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver) {
+int device_ancestor_has_driver(const char *sysfs_root, const char *disk, const char *driver) {
         char resolved[PATH_MAX], root[PATH_MAX];
-        int r = device_dir(o, f, resolved, root);
+        int r = device_dir(sysfs_root, disk, resolved, root);
 
         if (r <= 0)
                 return r;
@@ -80,22 +76,19 @@ int device_ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f,
         return 0;
 }
 
-/* The paths of an NVMe multipath head "nvmeXnY": the hidden disks "nvmeXcZnY" (named so by
- * nvme_alloc_ns()). A namespace without multipath has none. */
-int device_read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {
+int device_read_nvme_paths(const char *sysfs_root, const char *disk, char ***paths) {
         _cleanup_strv_free_ char **disks = NULL;
         unsigned subsys, ns, s2, ctrl, ns2;
         int len = 0, r;
 
-        if (sscanf(f->name, "nvme%un%u%n", &subsys, &ns, &len) != 2 || (size_t) len != strlen(f->name))
+        if (sscanf(disk, "nvme%un%u%n", &subsys, &ns, &len) != 2 || (size_t) len != strlen(disk))
                 return 0;
-        r = sysfs_list_dir(o->sysfs_root, "block", &disks);
+        r = sysfs_list_dir(sysfs_root, "block", &disks);
         if (r < 0)
-                return r == -ENOMEM ? r : device_add_error(f, "nvme paths", r);
+                return r;
         STRV_FOREACH (d, disks)
                 if (sscanf(*d, "nvme%uc%un%u%n", &s2, &ctrl, &ns2, &len) == 3 &&
-                    (size_t) len == strlen(*d) && s2 == subsys && ns2 == ns &&
-                    strv_extend(&f->nvme_paths, *d) < 0)
+                    (size_t) len == strlen(*d) && s2 == subsys && ns2 == ns && strv_extend(paths, *d) < 0)
                         return -ENOMEM;
         return 0;
 }

@@ -7,7 +7,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "device-internal.h"
+#include "device-transport.h"
+#include "device.h"
 #include "history.h"
 #include "loop-backing.h"
 #include "sysfs.h"
@@ -27,7 +28,7 @@ bool integrity_format_is_checksum(const char *format) {
         return format && (startswith(format, "T10-DIF-") || startswith(format, "EXT-DIF-"));
 }
 
-int device_add_error(DeviceFacts *f, const char *attr, int error) {
+static int add_error(DeviceFacts *f, const char *attr, int error) {
         return strv_extendf(&f->errors, "%s: %s", attr, strerror(-error));
 }
 
@@ -63,7 +64,7 @@ static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const Dis
         if (r < 0) {
                 *ret = NULL;
                 if (r != -ENOENT && r != -ENOTDIR)
-                        return device_add_error(f, attr, r);
+                        return add_error(f, attr, r);
         }
         return 0;
 }
@@ -178,7 +179,7 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir 
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return device_add_error(f, dir, r);
+                return add_error(f, dir, r);
         STRV_FOREACH (n, names) {
                 _cleanup_free_ char *disk = NULL;
                 r = device_disk_of(o->sysfs_root, *n, &disk);
@@ -249,7 +250,7 @@ static int read_partitions(DeviceFacts *f, const DiskDir *dd) {
                         ? list_partitions_in(dd->fd, f->name, dd->entries, &f->partitions, &f->n_partitions)
                         : -EIO;
         if (r < 0 && r != -ENOMEM)
-                return device_add_error(f, "partitions", r);
+                return add_error(f, "partitions", r);
         return r;
 }
 
@@ -393,11 +394,13 @@ static int read_kind_facts(const DeviceScanOptions *o, DeviceFacts *f, const Dis
         case DEVICE_KIND_RBD:
                 return read_opt_string(o, f, dd, "device/config_info", &f->rbd_config_info);
         case DEVICE_KIND_SCSI:
-                return device_read_iscsi_digest(o, f);
+                return device_read_iscsi_digest(o->sysfs_root, f->name, &f->iscsi_data_digest,
+                                                &f->scsi_host_driver);
         case DEVICE_KIND_NVME:
-                return device_read_nvme_paths(o, f);
+                r = device_read_nvme_paths(o->sysfs_root, f->name, &f->nvme_paths);
+                return r < 0 && r != -ENOMEM ? add_error(f, "nvme paths", r) : r;
         case DEVICE_KIND_MMC:
-                r = device_ancestor_has_driver(o, f, "mmc_spi");
+                r = device_ancestor_has_driver(o->sysfs_root, f->name, "mmc_spi");
                 if (r < 0)
                         return r;
                 f->mmc_spi = r > 0;
