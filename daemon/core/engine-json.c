@@ -159,14 +159,6 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
         json_strv(w, f->errors);
 }
 
-const char *kernel_state_to_string(int flag, bool in_force) {
-        if (flag == ATTR_ABSENT)
-                return "-";
-        if (flag == 0 && in_force)
-                return "on (integrity)";
-        return flag ? "on" : "off";
-}
-
 void engine_dump_json(const Engine *e, char *const *names, FILE *f, bool pretty) {
         _cleanup_(local_consumers_done) LocalConsumers local = {};
         JsonWriter w;

@@ -192,7 +192,3 @@ void override_entries_free(OverrideEntry *entries, size_t n);
 
 /* "on", "off", or "-" (leave alone) for a desired value. */
 const char *desired_to_string(int desired);
-
-/* The kernel state of a disk: "on", "off", "on (integrity)" when a 6.11+ integrity
- * profile enforces stable writes while the flag reads 0, "-" without a switch. */
-const char *kernel_state_to_string(int flag, bool in_force);
