@@ -20,6 +20,14 @@ bool stable_writes_in_force(const DeviceFacts *f, unsigned kernel) {
                (kernel >= KERNEL_VERSION(6, 11, 0) && integrity_format_is_checksum(f->integrity_format));
 }
 
+const char *kernel_state_to_string(int flag, bool in_force) {
+        if (flag == ATTR_ABSENT)
+                return "-";
+        if (flag == 0 && in_force)
+                return "on (integrity)";
+        return flag ? "on" : "off";
+}
+
 /* What a device does with the page, as the detectors see it, with the reasons. */
 typedef struct Findings {
         Need need;

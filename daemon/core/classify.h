@@ -44,6 +44,10 @@ void classification_done(Classification *c);
  * stable_writes==1, or kernel >= 6.11 and a checksum integrity format. */
 bool stable_writes_in_force(const DeviceFacts *f, unsigned kernel);
 
+/* The kernel state of a disk: "on", "off", "on (integrity)" when a 6.11+ integrity
+ * profile enforces stable writes while the flag reads 0, "-" without a switch. */
+const char *kernel_state_to_string(int flag, bool in_force);
+
 /* True when need forbids turning stable writes off without force. */
 static inline bool need_is_protected(Need n) {
         return n == NEED_REQUIRED || n == NEED_UNKNOWN;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The configuration's items: the names of its enums, the defaults, the [Manager] and
  * [Device MATCH] sections, and the table of keys with their value parsers (in the manner of
- * systemd's oomd-conf.c). config-reader.c reads the lines and reports the problems;
+ * systemd's oomd-conf.c), and each key's value as a line writes it. config-reader.c reads the
+ * lines and reports the problems; config-entries.c lists the configuration in force;
  * device-match.c matches [Device] sections to disks. */
 
 #include <ctype.h>
@@ -9,7 +10,7 @@
 #include <strings.h>
 
 #include "classify.h"
-#include "config-reader.h"
+#include "config-items.h"
 #include "identity.h"
 #include "util.h"
 
@@ -146,33 +147,6 @@ void config_section_header(ParseState *s, char *line) {
                            "ignoring this section",
                            name);
 }
-
-/* The values of an enumerated key: from_string() looks a name up (a value, or -EINVAL);
- * "expected ..." lists names in their order, after what when set ("a boolean (yes or no)"). */
-typedef struct ConfigEnum {
-        int (*from_string)(const char *s);
-        const char *(*to_string)(int v);
-        const char *what;
-        const char *const *names;
-        size_t n_names;
-} ConfigEnum;
-
-typedef struct ConfigItem ConfigItem;
-/* Parses value into data; returns true when that changed the setting (false: the line was
- * rejected, and said so). */
-typedef bool (*ConfigParser)(ParseState *s, const ConfigItem *item, const char *value, void *data);
-
-struct ConfigItem {
-        SectionKind section;
-        const char *key;
-        ConfigParser parse;
-        size_t offset;           /* into Config or DeviceRule */
-        long long min, max, def; /* for parse_usec; def also for parse_enum (an empty value) */
-        uint64_t unit;           /* for parse_usec */
-        const char *unit_name;
-        const ConfigEnum *values; /* for parse_enum */
-        bool list;                /* each line adds to the value (an empty one empties it) */
-};
 
 /* The enums are stored through an int. */
 _Static_assert(sizeof(PolicyMode) == sizeof(int) && sizeof(ApplyMounted) == sizeof(int) &&
@@ -521,7 +495,7 @@ static bool parse_force(ParseState *s, const ConfigItem *item, const char *value
 #define ENUM_ITEM(sect, k, type, field, d, enum_values)                                                     \
         { sect, k, parse_enum, offsetof(type, field), .def = d, .values = &enum_values }
 
-static const ConfigItem config_items[] = {
+const ConfigItem config_items[] = {
         ENUM_ITEM(SECTION_MANAGER, "Policy", Config, policy, POLICY_BALANCED, policy_values),
         { SECTION_MANAGER, "Devices", parse_glob_list, offsetof(Config, devices), .list = true },
         ENUM_ITEM(SECTION_MANAGER, "ApplyMounted", Config, apply_mounted, APPLY_MOUNTED_NEXT_MOUNT,
@@ -541,6 +515,7 @@ static const ConfigItem config_items[] = {
           .values = &boolean_values },
         { SECTION_DEVICE, "Need", parse_need, offsetof(DeviceRule, need) },
 };
+const size_t config_items_n = ELEMENTSOF(config_items);
 
 /* Records that the line s->line of s->file set item (of [Manager], or of the current [Device]
  * section): it replaces the sources of the key, unless the key takes a list and the line
@@ -631,9 +606,7 @@ int config_handle_item(void *user, const char *section, const char *name, const 
         return 1;
 }
 
-/* The value of item in base (Config or DeviceRule) as a configuration line writes it. New
- * string, NULL on ENOMEM. */
-static char *item_value(const ConfigItem *item, const void *base) {
+char *config_item_value(const ConfigItem *item, const void *base) {
         const void *p = (const uint8_t *) base + item->offset;
 
         if (item->parse == parse_usec)
@@ -656,122 +629,4 @@ static char *item_value(const ConfigItem *item, const void *base) {
         if (v < 0)
                 return strdup("");
         return strdup(item->parse == parse_need ? need_to_string(v) : item->values->to_string(v));
-}
-
-static void config_entry_done(ConfigEntry *e) {
-        free(e->section);
-        free(e->key);
-        free(e->value);
-        free(e->note);
-        for (size_t k = 0; k < e->n_sources; k++)
-                free(e->sources[k].file);
-        free(e->sources);
-}
-
-void config_entries_free(ConfigEntry *entries, size_t n) {
-        for (size_t i = 0; entries && i < n; i++)
-                config_entry_done(&entries[i]);
-        free(entries);
-}
-
-/* Appends an entry to *entries (*n of them), taking section, key, value and note. Returns the
- * entry, NULL on ENOMEM. */
-static ConfigEntry *entries_add(ConfigEntry **entries, size_t *n, char *section, char *key, char *value,
-                                char *note) {
-        ConfigEntry *l = section && key && value ? realloc(*entries, sizeof(ConfigEntry) * (*n + 1)) : NULL;
-
-        if (!l) {
-                free(section);
-                free(key);
-                free(value);
-                free(note);
-                return NULL;
-        }
-        *entries = l;
-        l[*n] = (ConfigEntry){ .section = section, .key = key, .value = value, .note = note };
-        return &l[(*n)++];
-}
-
-/* Adds a source to e. Returns 0 or -ENOMEM. */
-static int entry_add_source(ConfigEntry *e, const char *file, unsigned line) {
-        ConfigEntrySource *l = realloc(e->sources, sizeof(ConfigEntrySource) * (e->n_sources + 1));
-        char *f = strdup(file);
-
-        if (!l || !f) {
-                free(f);
-                if (l)
-                        e->sources = l;
-                return -ENOMEM;
-        }
-        e->sources = l;
-        l[e->n_sources++] = (ConfigEntrySource){ .file = f, .line = line };
-        return 0;
-}
-
-/* Adds the sources of item in the section rule (or CONFIG_SOURCE_MANAGER) of c to e. Returns
- * how many, or -ENOMEM. */
-static int entry_add_sources(ConfigEntry *e, const Config *c, const ConfigItem *item, size_t rule) {
-        int n = 0;
-
-        for (size_t i = 0; i < c->n_sources; i++) {
-                const ConfigSource *src = &c->sources[i];
-                if (src->rule != rule || !streq(src->key, item->key))
-                        continue;
-                if (entry_add_source(e, src->file, src->line) < 0)
-                        return -ENOMEM;
-                n++;
-        }
-        return n;
-}
-
-int config_entries(const Config *c, ConfigEntry **ret, size_t *ret_n) {
-        ConfigEntry *entries = NULL, *e;
-        size_t n = 0;
-        int r = 0;
-
-        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(config_items); i++) {
-                const ConfigItem *item = &config_items[i];
-                const char *note = NULL;
-
-                if (item->section != SECTION_MANAGER)
-                        continue;
-                if (item->offset == offsetof(Config, devices))
-                        note = !c->devices ? "all disks" : !c->devices[0] ? "no disk" : NULL;
-                /* A Devices= that manages no disk (none of its entries could be used) reads "."
-                 * (a valid glob no kernel name matches): an empty one would mean every disk. */
-                e = entries_add(&entries, &n, strdup("Manager"), strdup(item->key),
-                                note && streq(note, "no disk") ? strdup(".") : item_value(item, c),
-                                note ? strdup(note) : NULL);
-                r = e && (!note || e->note) ? entry_add_sources(e, c, item, CONFIG_SOURCE_MANAGER) : -ENOMEM;
-        }
-        for (size_t k = 0; r >= 0 && k < c->n_rules; k++) {
-                const DeviceRule *rule = &c->rules[k];
-                _cleanup_free_ char *match = device_match_to_string(&rule->match);
-
-                e = match ? entries_add(&entries, &n, strdup_printf("Device %s", match), strdup(""),
-                                        strdup(""), NULL)
-                          : NULL;
-                r = e ? entry_add_source(e, rule->file, rule->line) : -ENOMEM;
-                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(config_items); i++) {
-                        const ConfigItem *item = &config_items[i];
-                        size_t before = n;
-
-                        if (item->section != SECTION_DEVICE)
-                                continue;
-                        e = entries_add(&entries, &n, strdup_printf("Device %s", match), strdup(item->key),
-                                        item_value(item, rule), NULL);
-                        r = e ? entry_add_sources(e, c, item, k) : -ENOMEM;
-                        if (r == 0) { /* not set in this section: not shown */
-                                config_entry_done(e);
-                                n = before;
-                        }
-                }
-        }
-        if (r < 0) {
-                config_entries_free(entries, n);
-                return -ENOMEM;
-        }
-        *ret = entries;
-        *ret_n = n;
-        return 0;
 }

@@ -3,8 +3,9 @@
 
 /* The configuration: /etc/stablepages.conf then /etc/stablepages.conf.d/ *.conf in
  * lexical order, later wins. Pure: no D-Bus, no event loop, no /sys. Reading and
- * diagnostics: config-reader.c; the keys, defaults and value parsers: config.c; which
- * [Device] sections match a disk: device-match.c. */
+ * diagnostics: config-reader.c; the keys, defaults and value parsers: config.c; the
+ * configuration in force as entries: config-entries.c; which [Device] sections match a disk:
+ * device-match.c. */
 
 #include <stdbool.h>
 #include <stdint.h>

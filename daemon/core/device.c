@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The facts of one disk under a sysfs root: its attributes read relative to its directory,
+ * its kind, stack, partitions and udev properties, a dm device's table, the device under a dio
+ * loop's backing file; and the disk of a kernel name or of a device number. */
 #include <assert.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "device-transport.h"
 #include "device.h"
 #include "history.h"
 #include "loop-backing.h"
@@ -29,7 +32,6 @@ static int add_error(DeviceFacts *f, const char *attr, int error) {
         return strv_extendf(&f->errors, "%s: %s", attr, strerror(-error));
 }
 
-/* Reads an optional string attribute of the disk into *ret (NULL when absent). */
 /* The directory of the disk being read: its descriptor (attributes are opened relative to it)
  * and its listing (NULL when it could not be listed). */
 typedef struct DiskDir {
@@ -49,6 +51,7 @@ static bool in_absent_dir(char *const *entries, const char *attr) {
         return true;
 }
 
+/* Reads an optional string attribute of the disk into *ret (NULL when absent). */
 static int read_opt_string(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir *dd, const char *attr,
                            char **ret) {
         if (in_absent_dir(dd->entries, attr)) {
@@ -190,10 +193,8 @@ static int read_stack(const DeviceScanOptions *o, DeviceFacts *f, const DiskDir 
         return 0;
 }
 
-/* Appends the partitions of disk (entries of block/DISK with a "partition" file and a
- * readable "dev") to *partitions. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
- * listed. */
-/* The same, with the disk's directory open as dirfd and listed in entries. */
+/* Appends the partitions of disk (entries of its directory, open as dirfd and listed in
+ * entries, with a "partition" file and a readable "dev") to *partitions. Returns 0 or -ENOMEM. */
 static int list_partitions_in(int dirfd, const char *disk, char *const *entries, Partition **partitions,
                               size_t *n) {
         STRV_FOREACH (e, entries) {
@@ -224,6 +225,8 @@ static int list_partitions_in(int dirfd, const char *disk, char *const *entries,
         return 0;
 }
 
+/* The same for disk under sysfs_root. Returns 0, -ENOMEM, or -errno when block/DISK cannot be
+ * listed. */
 static int list_partitions(const char *sysfs_root, const char *disk, Partition **partitions, size_t *n) {
         _cleanup_strv_free_ char **entries = NULL;
         _cleanup_free_ char *full = strdup_printf("%s/block/%s", sysfs_root, disk);
@@ -274,97 +277,6 @@ static int read_udev_properties(const DeviceScanOptions *o, dev_t devnum, char *
                     strv_extend(l, line + 2) < 0)
                         return -ENOMEM;
         }
-        return 0;
-}
-
-/* Resolves the disk's device directory (block/NAME/device) into resolved and the sysfs root
- * into root (both PATH_MAX): walking up resolved, stay below root. Returns 1, 0 when the disk
- * has no device, or -ENOMEM. */
-static int device_dir(const DeviceScanOptions *o, const DeviceFacts *f, char *resolved, char *root) {
-        _cleanup_free_ char *p = strdup_printf("block/%s/device", f->name);
-        _cleanup_free_ char *full = p ? path_join(o->sysfs_root, p) : NULL;
-
-        if (!full)
-                return -ENOMEM;
-        return realpath(full, resolved) && realpath(o->sysfs_root, root);
-}
-
-/* Finds the data digest of the iSCSI connection above the disk's SCSI device, if any, and the
- * driver of the SCSI host of its session. */
-static int read_iscsi_digest(const DeviceScanOptions *o, DeviceFacts *f) {
-        char resolved[PATH_MAX], root[PATH_MAX];
-        int r = device_dir(o, f, resolved, root);
-
-        if (r <= 0)
-                return r;
-        for (char *slash; (slash = strrchr(resolved, '/')) && strlen(resolved) > strlen(root);
-             *slash = '\0') {
-                if (!startswith(slash + 1, "session"))
-                        continue;
-                _cleanup_strv_free_ char **conns = NULL;
-                if (sysfs_list_dir("/", resolved, &conns) < 0)
-                        return 0;
-                STRV_FOREACH (c, conns) {
-                        if (!startswith(*c, "connection"))
-                                continue;
-                        _cleanup_free_ char *attr =
-                                strdup_printf("%s/%s/iscsi_connection/%s/data_digest", resolved, *c, *c);
-                        if (!attr)
-                                return -ENOMEM;
-                        if (sysfs_read_string("/", attr, &f->iscsi_data_digest) == 0)
-                                break;
-                }
-                /* The session's parent is its SCSI host: which driver runs it (iscsi_tcp, the
-                 * software initiator, or an offload HBA) is the template's proc_name. */
-                *slash = '\0';
-                const char *host = strrchr(resolved, '/');
-                if (!host || !startswith(host + 1, "host"))
-                        return 0;
-                _cleanup_free_ char *attr = strdup_printf("%s/scsi_host/%s/proc_name", resolved, host + 1);
-                if (!attr)
-                        return -ENOMEM;
-                if (sysfs_read_string("/", attr, &f->scsi_host_driver) == -ENOMEM)
-                        return -ENOMEM;
-                return 0;
-        }
-        return 0;
-}
-
-/* Whether an ancestor of the disk's device (in the resolved sysfs path) is bound to driver:
- * e.g. the SPI device (driver mmc_spi) above an MMC card's host. */
-static int ancestor_has_driver(const DeviceScanOptions *o, const DeviceFacts *f, const char *driver) {
-        char resolved[PATH_MAX], root[PATH_MAX];
-        int r = device_dir(o, f, resolved, root);
-
-        if (r <= 0)
-                return r;
-        for (char *slash; strlen(resolved) > strlen(root) && (slash = strrchr(resolved, '/'));
-             *slash = '\0') {
-                _cleanup_free_ char *link = path_join(resolved, "driver"), *name = NULL;
-                if (!link)
-                        return -ENOMEM;
-                if (sysfs_read_link_basename("/", link, &name) == 0 && streq(name, driver))
-                        return 1;
-        }
-        return 0;
-}
-/* The paths of an NVMe multipath head "nvmeXnY": the hidden disks "nvmeXcZnY" (named so by
- * nvme_alloc_ns()). A namespace without multipath has none. */
-static int read_nvme_paths(const DeviceScanOptions *o, DeviceFacts *f) {
-        _cleanup_strv_free_ char **disks = NULL;
-        unsigned subsys, ns, s2, ctrl, ns2;
-        int len = 0, r;
-
-        if (sscanf(f->name, "nvme%un%u%n", &subsys, &ns, &len) != 2 || (size_t) len != strlen(f->name))
-                return 0;
-        r = sysfs_list_dir(o->sysfs_root, "block", &disks);
-        if (r < 0)
-                return r == -ENOMEM ? r : add_error(f, "nvme paths", r);
-        STRV_FOREACH (d, disks)
-                if (sscanf(*d, "nvme%uc%un%u%n", &s2, &ctrl, &ns2, &len) == 3 &&
-                    (size_t) len == strlen(*d) && s2 == subsys && ns2 == ns &&
-                    strv_extend(&f->nvme_paths, *d) < 0)
-                        return -ENOMEM;
         return 0;
 }
 
@@ -482,11 +394,13 @@ static int read_kind_facts(const DeviceScanOptions *o, DeviceFacts *f, const Dis
         case DEVICE_KIND_RBD:
                 return read_opt_string(o, f, dd, "device/config_info", &f->rbd_config_info);
         case DEVICE_KIND_SCSI:
-                return read_iscsi_digest(o, f);
+                return device_read_iscsi_digest(o->sysfs_root, f->name, &f->iscsi_data_digest,
+                                                &f->scsi_host_driver);
         case DEVICE_KIND_NVME:
-                return read_nvme_paths(o, f);
+                r = device_read_nvme_paths(o->sysfs_root, f->name, &f->nvme_paths);
+                return r < 0 && r != -ENOMEM ? add_error(f, "nvme paths", r) : r;
         case DEVICE_KIND_MMC:
-                r = ancestor_has_driver(o, f, "mmc_spi");
+                r = device_ancestor_has_driver(o->sysfs_root, f->name, "mmc_spi");
                 if (r < 0)
                         return r;
                 f->mmc_spi = r > 0;
@@ -636,38 +550,6 @@ void device_facts_done(DeviceFacts *f) {
         *f = (DeviceFacts){};
 }
 
-void device_table_done(DeviceTable *t) {
-        for (size_t i = 0; i < t->n; i++)
-                device_facts_done(&t->devices[i]);
-        free(t->devices);
-        *t = (DeviceTable){};
-}
-
-int device_table_scan(const DeviceScanOptions *options, DeviceTable *ret) {
-        _cleanup_strv_free_ char **names = NULL;
-        DeviceTable t = {};
-        int r;
-
-        r = sysfs_list_dir(options->sysfs_root ?: "/sys", "block", &names);
-        if (r < 0)
-                return r;
-        t.devices = calloc(strv_length(names) + 1, sizeof(DeviceFacts));
-        if (!t.devices)
-                return -ENOMEM;
-        STRV_FOREACH (n, names) {
-                r = device_facts_read(options, *n, &t.devices[t.n]);
-                if (r == -ENOMEM) {
-                        device_table_done(&t);
-                        return r;
-                }
-                if (r < 0)
-                        continue; /* vanished between listing and reading, or not a disk */
-                t.n++;
-        }
-        *ret = t;
-        return 0;
-}
-
 /* Whether disk name, or one of its partitions, has device number devnum. */
 static int disk_has_devnum(const char *sysfs_root, const char *name, dev_t devnum) {
         _cleanup_free_ char *dp = strdup_printf("block/%s/dev", name), *dev = NULL;
@@ -711,90 +593,6 @@ int device_disk_of_devnum(const char *sysfs_root, dev_t devnum, char **ret) {
                 }
         }
         return -ENOENT;
-}
-
-/* Appends f to t (taking it over, zeroing it). Returns 0 or -ENOMEM (then f is untouched). */
-static int table_append(DeviceTable *t, DeviceFacts *f) {
-        DeviceFacts *m = realloc(t->devices, sizeof(DeviceFacts) * (t->n + 1));
-        if (!m)
-                return -ENOMEM;
-        t->devices = m;
-        t->devices[t->n++] = *f;
-        *f = (DeviceFacts){};
-        return 0;
-}
-
-/* Queues the disks that added stacks on: its slaves, its NVMe paths, and the disk holding
- * the backing file of a loop device in direct I/O mode. Returns 0 or -ENOMEM. */
-static int queue_below(const DeviceScanOptions *options, const DeviceFacts *added, char ***queue) {
-        _cleanup_free_ char *below = NULL;
-        int r;
-
-        if (strv_extend_strv(queue, added->slaves) < 0 || strv_extend_strv(queue, added->nvme_paths) < 0)
-                return -ENOMEM;
-        if (added->kind != DEVICE_KIND_LOOP || added->loop_dio != 1 || !added->loop_backing_devnum)
-                return 0;
-        r = device_disk_of_devnum(options->sysfs_root ?: "/sys", added->loop_backing_devnum, &below);
-        if (r == -ENOMEM)
-                return r;
-        if (r >= 0 && strv_extend(queue, below) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-int device_table_scan_for(const DeviceScanOptions *options, char *const *names, DeviceTable *ret) {
-        _cleanup_(device_table_done) DeviceTable t = {};
-        _cleanup_strv_free_ char **queue = NULL;
-        int r;
-
-        assert(options);
-        assert(ret);
-
-        if (strv_extend_strv(&queue, names) < 0)
-                return -ENOMEM;
-        for (size_t i = 0; queue && queue[i]; i++) {
-                _cleanup_(device_facts_done) DeviceFacts f = {};
-
-                if (device_table_find(&t, queue[i]))
-                        continue;
-                r = device_facts_read(options, queue[i], &f);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0)
-                        continue; /* not a disk, or vanished */
-                if (table_append(&t, &f) < 0 || queue_below(options, &t.devices[t.n - 1], &queue) < 0)
-                        return -ENOMEM;
-        }
-        *ret = t;
-        t = (DeviceTable){};
-        return 0;
-}
-
-DeviceFacts *device_table_find(const DeviceTable *t, const char *name) {
-        for (size_t i = 0; i < t->n; i++)
-                if (streq(t->devices[i].name, name))
-                        return &t->devices[i];
-        return NULL;
-}
-
-DeviceFacts *device_table_find_diskseq(const DeviceTable *t, uint64_t diskseq) {
-        for (size_t i = 0; diskseq != 0 && i < t->n; i++)
-                if (t->devices[i].diskseq == diskseq)
-                        return &t->devices[i];
-        return NULL;
-}
-
-DeviceFacts *device_table_find_devnum(const DeviceTable *t, dev_t devnum) {
-        if (devnum == 0)
-                return NULL; /* hidden disks have none */
-        for (size_t i = 0; i < t->n; i++) {
-                if (t->devices[i].devnum == devnum)
-                        return &t->devices[i];
-                for (size_t j = 0; j < t->devices[i].n_partitions; j++)
-                        if (t->devices[i].partitions[j].devnum == devnum)
-                                return &t->devices[i];
-        }
-        return NULL;
 }
 
 const char *device_facts_property(const DeviceFacts *f, const char *key) {

@@ -176,7 +176,3 @@ void engine_device_json_members(const Engine *e, const EngineDevice *d, JsonWrit
 
 /* "on", "off", or "-" (leave alone) for a desired value. */
 const char *desired_to_string(int desired);
-
-/* The kernel state of a disk: "on", "off", "on (integrity)" when a 6.11+ integrity
- * profile enforces stable writes while the flag reads 0, "-" without a switch. */
-const char *kernel_state_to_string(int flag, bool in_force);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Prometheus text of metrics.h: one family after the other, each with its HELP and TYPE. */
 #include <inttypes.h>
 
 #include "config-build.h"
@@ -16,6 +17,24 @@ static void seconds(FILE *f, uint64_t usec) {
         fprintf(f, "%" PRIu64 ".%06" PRIu64, usec / 1000000, usec % 1000000);
 }
 
+/* The series of one disk's histogram name (in seconds): its cumulative buckets, +Inf, sum and
+ * count. */
+static void histogram(FILE *f, const char *name, const char *device, const uint64_t *hist, uint64_t count,
+                      uint64_t sum_usec) {
+        uint64_t cumulative = 0;
+
+        for (unsigned b = 0; b + 1 < STALL_HIST_BUCKETS; b++) {
+                cumulative += hist[b];
+                fprintf(f, PREFIX "%s_bucket{device=\"%s\",le=\"", name, device);
+                seconds(f, stall_hist_bucket_upper_usec(b));
+                fprintf(f, "\"} %" PRIu64 "\n", cumulative);
+        }
+        fprintf(f, PREFIX "%s_bucket{device=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name, device, count);
+        fprintf(f, PREFIX "%s_sum{device=\"%s\"} ", name, device);
+        seconds(f, sum_usec);
+        fprintf(f, "\n" PREFIX "%s_count{device=\"%s\"} %" PRIu64 "\n", name, device, count);
+}
+
 /* The shadow waits (what stable writes would cost where they are off) of the disks that had
  * some, and the O_DIRECT writes counted. */
 static void metrics_write_shadows(FILE *f, const MetricsDevice *devs, size_t n) {
@@ -25,24 +44,10 @@ static void metrics_write_shadows(FILE *f, const MetricsDevice *devs, size_t n) 
                "probe with the writeback tracepoints only), since the probe started.");
         for (size_t i = 0; i < n; i++) {
                 const StallStats *s = devs[i].stalls;
-                uint64_t cumulative = 0;
 
-                if (!s || !s->has_shadows || s->shadow_count == 0)
-                        continue;
-                for (unsigned b = 0; b + 1 < STALL_HIST_BUCKETS; b++) {
-                        cumulative += s->shadow_hist[b];
-                        fprintf(f, PREFIX "stall_shadow_wait_seconds_bucket{device=\"%s\",le=\"",
-                                devs[i].name);
-                        seconds(f, stall_hist_bucket_upper_usec(b));
-                        fprintf(f, "\"} %" PRIu64 "\n", cumulative);
-                }
-                fprintf(f,
-                        PREFIX "stall_shadow_wait_seconds_bucket{device=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
-                        devs[i].name, s->shadow_count);
-                fprintf(f, PREFIX "stall_shadow_wait_seconds_sum{device=\"%s\"} ", devs[i].name);
-                seconds(f, s->shadow_sum_usec);
-                fprintf(f, "\n" PREFIX "stall_shadow_wait_seconds_count{device=\"%s\"} %" PRIu64 "\n",
-                        devs[i].name, s->shadow_count);
+                if (s && s->has_shadows && s->shadow_count > 0)
+                        histogram(f, "stall_shadow_wait_seconds", devs[i].name, s->shadow_hist,
+                                  s->shadow_count, s->shadow_sum_usec);
         }
 
         family(f, "direct_writes_total", "counter",
@@ -81,7 +86,8 @@ static void metrics_write_mirrors(FILE *f, const MetricsDevice *devs, size_t n) 
                                 devs[i].mirror->diverged);
 }
 
-void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs, size_t n) {
+/* The build and the probe: its mode, what it lost, the budget. */
+static void metrics_write_probe(FILE *f, const MetricsProbe *probe) {
         family(f, "build_info", "gauge", "The version of stablepagesd writing these metrics.");
         fprintf(f, PREFIX "build_info{version=\"%s\"} 1\n", PACKAGE_VERSION);
 
@@ -101,7 +107,11 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
         fprintf(f, PREFIX "stall_budget_seconds ");
         seconds(f, probe->budget_usec);
         fputc('\n', f);
+}
 
+/* What the daemon knows and wants of each disk: the flag, in force, desired, need, pending mounts,
+ * consumers at risk, what was learned. */
+static void metrics_write_state(FILE *f, const MetricsDevice *devs, size_t n) {
         family(f, "stable_writes", "gauge", "queue/stable_writes of the disk (absent: no such switch).");
         for (size_t i = 0; i < n; i++)
                 if (devs[i].flag >= 0)
@@ -140,7 +150,11 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
                "What Policy=balanced learned from stalls: 0 off, 1 on again, -1 nothing.");
         for (size_t i = 0; i < n; i++)
                 fprintf(f, PREFIX "learned{device=\"%s\"} %d\n", devs[i].name, (int) devs[i].learned);
+}
 
+/* The waits the probe measured: stable writes' and the others', the budget's verdict, the
+ * histogram. */
+static void metrics_write_stalls(FILE *f, const MetricsDevice *devs, size_t n) {
         family(f, "stall_waits_total", "counter",
                "Writers' waits for a page under writeback that stable writes cause, since the probe "
                "started.");
@@ -177,25 +191,18 @@ void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs
                "only for disks with waits.");
         for (size_t i = 0; i < n; i++) {
                 const StallStats *s = devs[i].stalls;
-                uint64_t cumulative = 0;
 
                 /* 34 series a disk: only where there is something to show (stall_waits_total
                  * says 0 for the others), not 34,000 zeros on a host of 1,000 disks. */
-                if (!s || !s->has_durations || s->count == 0)
-                        continue;
-                for (unsigned b = 0; b + 1 < STALL_HIST_BUCKETS; b++) {
-                        cumulative += s->hist[b];
-                        fprintf(f, PREFIX "stall_wait_seconds_bucket{device=\"%s\",le=\"", devs[i].name);
-                        seconds(f, stall_hist_bucket_upper_usec(b));
-                        fprintf(f, "\"} %" PRIu64 "\n", cumulative);
-                }
-                fprintf(f, PREFIX "stall_wait_seconds_bucket{device=\"%s\",le=\"+Inf\"} %" PRIu64 "\n",
-                        devs[i].name, s->count);
-                fprintf(f, PREFIX "stall_wait_seconds_sum{device=\"%s\"} ", devs[i].name);
-                seconds(f, s->sum_usec);
-                fprintf(f, "\n" PREFIX "stall_wait_seconds_count{device=\"%s\"} %" PRIu64 "\n", devs[i].name,
-                        s->count);
+                if (s && s->has_durations && s->count > 0)
+                        histogram(f, "stall_wait_seconds", devs[i].name, s->hist, s->count, s->sum_usec);
         }
+}
+
+void metrics_write(FILE *f, const MetricsProbe *probe, const MetricsDevice *devs, size_t n) {
+        metrics_write_probe(f, probe);
+        metrics_write_state(f, devs, n);
+        metrics_write_stalls(f, devs, n);
         metrics_write_shadows(f, devs, n);
         metrics_write_mirrors(f, devs, n);
 }
