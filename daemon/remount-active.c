@@ -6,29 +6,29 @@
 #include "remount-internal.h"
 #include "util.h"
 
-void item_done(RemountItem *i) {
+void remount_item_done(RemountItem *i) {
         free(i->target);
         free(i->disk);
 }
 
-void result_done(RemountResult *r) {
+void remount_result_done(RemountResult *r) {
         free(r->target);
         free(r->disk);
         free(r->message);
         free(r->detail);
 }
 
-void request_free(RemountRequest *q) {
+void remount_request_free(RemountRequest *q) {
         for (size_t i = 0; i < q->n_items; i++)
-                item_done(&q->items[i]);
+                remount_item_done(&q->items[i]);
         free(q->items);
         for (size_t i = 0; i < q->n_results; i++)
-                result_done(&q->results[i]);
+                remount_result_done(&q->results[i]);
         free(q->results);
         free(q);
 }
 
-void active_free(RemountActive *a) {
+void remount_active_free(RemountActive *a) {
         if (!a)
                 return;
         sd_event_source_disable_unref(a->io);
@@ -36,7 +36,7 @@ void active_free(RemountActive *a) {
                 close(a->report_fd);
         if (a->disk_fd >= 0)
                 close(a->disk_fd);
-        item_done(&a->item);
+        remount_item_done(&a->item);
         remount_journal_done(&a->journal);
         free(a->journal_path);
         free(a->label);
@@ -45,14 +45,14 @@ void active_free(RemountActive *a) {
         free(a);
 }
 
-void schedule(Remounter *r) {
+void remount_schedule(Remounter *r) {
         int k = sd_event_source_set_enabled(r->defer, SD_EVENT_ONESHOT);
         if (k < 0)
                 log_error_errno(k, "Cannot schedule the remount queue: %m");
 }
 
 /* Takes a from the list of filesystems left unmounted, if it is there. */
-void unmounted_take(Remounter *r, RemountActive *a) {
+void remount_unmounted_take(Remounter *r, RemountActive *a) {
         for (size_t i = 0; i < r->n_unmounted; i++)
                 if (r->unmounted[i] == a) {
                         memmove(&r->unmounted[i], &r->unmounted[i + 1],
@@ -63,7 +63,7 @@ void unmounted_take(Remounter *r, RemountActive *a) {
 }
 
 /* Adds a to the list of filesystems left unmounted. Returns 0 or -ENOMEM. */
-int unmounted_add(Remounter *r, RemountActive *a) {
+int remount_unmounted_add(Remounter *r, RemountActive *a) {
         RemountActive **l = realloc(r->unmounted, sizeof(RemountActive *) * (r->n_unmounted + 1));
         if (!l)
                 return -ENOMEM;
@@ -73,7 +73,7 @@ int unmounted_add(Remounter *r, RemountActive *a) {
 }
 
 /* The cycle, replay or left-unmounted filesystem that holds disk, or NULL. */
-const RemountActive *holder_of(const Remounter *r, const char *disk) {
+const RemountActive *remount_holder_of(const Remounter *r, const char *disk) {
         if (r->running && streq(r->running->item.disk, disk))
                 return r->running;
         for (size_t i = 0; i < r->n_unmounted; i++)
@@ -83,7 +83,7 @@ const RemountActive *holder_of(const Remounter *r, const char *disk) {
 }
 
 /* The tracked mount id on target, else the one on target, or NULL. */
-const TrackedMount *find_tracked(const Remounter *r, int id, const char *target) {
+const TrackedMount *remount_find_tracked(const Remounter *r, int id, const char *target) {
         const MountTracker *mounts = r->host.mounts;
         const TrackedMount *by_target = NULL;
 
@@ -100,7 +100,7 @@ const TrackedMount *find_tracked(const Remounter *r, int id, const char *target)
 
 /* Pins the sysfs directory of a's disk (flag.h): the child writes its flag when it mounts with
  * another state. */
-int open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
+int remount_open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
         a->disk_fd = flag_pin_disk(r->host.engine->sysfs_root, a->item.disk);
         if (a->disk_fd >= 0)
                 return 0;
@@ -111,15 +111,15 @@ int open_flag(Remounter *r, RemountActive *a, char **ret_reason) {
 }
 
 /* The cycle or replay is over: its journal goes. */
-void finish(Remounter *r, RemountActive *a) {
+void remount_finish(Remounter *r, RemountActive *a) {
         int k = remount_journal_remove(a->journal_path);
         if (k < 0)
                 log_warning_errno(k, "Cannot remove the journal %s: %m", a->journal_path);
-        active_free(a);
+        remount_active_free(a);
 }
 
 /* Takes what the child wrote to the journal (how far it got, where and how it unmounted). */
-void reload_journal(RemountActive *a) {
+void remount_reload_journal(RemountActive *a) {
         _cleanup_(remount_journal_done) RemountJournal now = {};
 
         if (remount_journal_load(a->journal_path, &now) < 0)

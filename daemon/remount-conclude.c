@@ -8,7 +8,7 @@
 
 #define REASON_PENDING "takes effect at next mount"
 
-RemountNote *note_find(Remounter *r, const char *target) {
+RemountNote *remount_note_find(Remounter *r, const char *target) {
         for (size_t i = 0; i < r->n_notes; i++)
                 if (streq(r->notes[i].target, target))
                         return &r->notes[i];
@@ -29,7 +29,7 @@ static void reason_retire(Remounter *r, char *reason) {
 }
 
 static void note_drop(Remounter *r, const char *target) {
-        RemountNote *n = note_find(r, target);
+        RemountNote *n = remount_note_find(r, target);
         if (!n)
                 return;
         free(n->target);
@@ -39,7 +39,7 @@ static void note_drop(Remounter *r, const char *target) {
 
 static void note_set(Remounter *r, const char *target, int id, bool sticky, uint64_t until, const char *why,
                      bool failed) {
-        RemountNote *n = note_find(r, target);
+        RemountNote *n = remount_note_find(r, target);
         char *reason = strdup_printf("%s (%s: %s)", REASON_PENDING,
                                      failed ? "the last cycle failed" : "not cycled", why);
 
@@ -67,7 +67,7 @@ static void note_set(Remounter *r, const char *target, int id, bool sticky, uint
 }
 
 /* Points the tracked mounts of t away from the retired reasons, and frees them. */
-void retired_free(Remounter *r, MountTracker *t) {
+void remount_retired_free(Remounter *r, MountTracker *t) {
         for (size_t i = 0; t && i < t->n; i++)
                 for (size_t k = 0; k < r->n_retired; k++)
                         if (t->mounts[i].reason == r->retired[k])
@@ -176,8 +176,8 @@ static const char *conclusion_message_id(RemountOutcome o) {
 
 /* Builds the result of c, logs it (with its detail), keeps the note, tells the host and the
  * request q (may be NULL). Takes nothing. */
-void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
-        const RemountNote *prior = note_find(r, c->item->target);
+void remount_conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
+        const RemountNote *prior = remount_note_find(r, c->item->target);
         RemountResult res = {
                 .target = strdup(c->item->target),
                 .disk = strdup(c->item->disk),
@@ -192,7 +192,7 @@ void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
                 res.detail = conclusion_message(c, c->detail, q, prior, &level);
         conclusion_note(r, c);
         if (!res.target || !res.disk || !res.message || (c->detail && !res.detail)) {
-                result_done(&res);
+                remount_result_done(&res);
                 return (void) log_oom();
         }
         log_struct(level, conclusion_message_id(c->outcome),
@@ -210,5 +210,5 @@ void conclude(Remounter *r, RemountRequest *q, const Conclusion *c) {
                 }
                 log_oom();
         }
-        result_done(&res);
+        remount_result_done(&res);
 }

@@ -24,16 +24,17 @@ static int cycle_prepare(Cycle *c) {
         /* 2. The mount point pinned; the parent we see must be the system's. */
         r = remount_pin_target(p->target, &c->pin, &reason);
         if (r != 0) {
-                report_check(rep, r, reason);
+                cycle_report_check(rep, r, reason);
                 return 1;
         }
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
-        struct libmnt_fs *parent = t ? table_find(t, p->parent_id, 0, NULL) : NULL;
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        struct libmnt_fs *parent = t ? remount_table_find(t, p->parent_id, 0, NULL) : NULL;
         if (!parent || mnt_fs_get_devno(parent) != c->pin.parent_dev) {
-                report(rep, REMOUNT_REFUSED, 0,
-                       "the directory the daemon finds above %s is not on the filesystem the system mounted "
-                       "there (mount %d)",
-                       p->target, p->parent_id);
+                cycle_report(rep, REMOUNT_REFUSED, 0,
+                             "the directory the daemon finds above %s is not on the filesystem the system "
+                             "mounted "
+                             "there (mount %d)",
+                             p->target, p->parent_id);
                 return 1;
         }
         c->journal->parent_dev = c->pin.parent_dev;
@@ -43,17 +44,17 @@ static int cycle_prepare(Cycle *c) {
         if (c->bus) {
                 r = remount_systemd_check_stop(c->bus, c->journal->unit, &reason, &c->targets);
                 if (r != 0) {
-                        report_check(rep, r, reason);
+                        cycle_report_check(rep, r, reason);
                         return 1;
                 }
         }
 
         /* 3. The superblock's end can be seen; we can mount it again ourselves. */
-        r = superblock_setup(c, &reason);
+        r = cycle_superblock_setup(c, &reason);
         if (r == 0 && !c->bus)
-                r = device_check_mountable(c, &reason);
+                r = cycle_check_mountable(c, &reason);
         if (r != 0) {
-                report_check(rep, r, reason);
+                cycle_report_check(rep, r, reason);
                 return 1;
         }
         return 0;
@@ -66,62 +67,63 @@ static void cycle_unmount_mount(Cycle *c) {
         _cleanup_free_ char *why = NULL;
         int r;
 
-        r = save_stage(c, REMOUNT_STAGE_UNMOUNTING);
+        r = cycle_save_stage(c, REMOUNT_STAGE_UNMOUNTING);
         if (r < 0) {
-                report(rep, REMOUNT_FAILED, -r, "cannot write the journal %s: %s", c->job->journal_path,
-                       strerror(-r));
+                cycle_report(rep, REMOUNT_FAILED, -r, "cannot write the journal %s: %s",
+                             c->job->journal_path, strerror(-r));
                 return;
         }
-        r = do_unmount(c, &why);
+        r = cycle_unmount(c, &why);
         if (r == -EINPROGRESS) {
                 /* The journal says "unmounting": the replays wait for systemd and act on what it did. */
-                report(rep, REMOUNT_UNMOUNTED, ETIMEDOUT,
-                       "systemd's unmount of %s is still at work (%s): mounting it back once it ends",
-                       c->journal->unit, why ?: "its job did not end in time");
+                cycle_report(rep, REMOUNT_UNMOUNTED, ETIMEDOUT,
+                             "systemd's unmount of %s is still at work (%s): mounting it back once it ends",
+                             c->journal->unit, why ?: "its job did not end in time");
                 return;
         }
-        if (r < 0 && mountinfo_has(c->mountinfo, p->id, p->devnum, p->target)) {
-                (void) save_stage(c, REMOUNT_STAGE_PREPARED); /* nothing was touched */
+        if (r < 0 && remount_mountinfo_has(c->mountinfo, p->id, p->devnum, p->target)) {
+                (void) cycle_save_stage(c, REMOUNT_STAGE_PREPARED); /* nothing was touched */
                 if (c->bus)
-                        restart_targets(c);
-                report(rep, REMOUNT_BUSY, -r, "%s: %s%s",
-                       c->bus ? "systemd could not unmount it" : "the unmount failed", why ?: strerror(-r),
-                       c->uninspectable > 0 ? " (some processes could not be inspected)" : "");
+                        cycle_restart_targets(c);
+                cycle_report(rep, REMOUNT_BUSY, -r, "%s: %s%s",
+                             c->bus ? "systemd could not unmount it" : "the unmount failed",
+                             why ?: strerror(-r),
+                             c->uninspectable > 0 ? " (some processes could not be inspected)" : "");
                 return;
         }
-        r = superblock_gone(c);
-        pause_at(c, "after-umount");
+        r = cycle_superblock_gone(c);
+        cycle_pause_at(c, "after-umount");
         if (r <= 0) {
                 _cleanup_free_ char *before =
                         r == 0 ? strdup("the superblock outlived the unmount (something else holds the "
                                         "device)")
                                : strdup_printf("cannot tell whether its superblock went away (%s)",
                                                strerror(-r));
-                mount_back(c, before ?: "out of memory");
+                cycle_mount_back(c, before ?: "out of memory");
                 if (rep->outcome == REMOUNT_DONE || rep->outcome == REMOUNT_RESTORED) {
                         /* Mounted again, but with the superblock (and state) it had, or unknown. */
                         rep->outcome = REMOUNT_DIFFERENT;
                         rep->effective = c->journal->old_flag;
                 }
         } else
-                mount_back(c, NULL);
+                cycle_mount_back(c, NULL);
         if (c->bus)
-                restart_targets(c);
-        pause_at(c, "after-mount");
+                cycle_restart_targets(c);
+        cycle_pause_at(c, "after-mount");
 }
 
 static void cycle(Cycle *c) {
-        if (choose_way(c, false) < 0 || check_idle(c) != 0 || cycle_prepare(c) != 0)
+        if (cycle_choose_way(c, false) < 0 || cycle_check_idle(c) != 0 || cycle_prepare(c) != 0)
                 return;
 
         /* 4. Last moment to abandon it. */
-        sync_target(c);
-        pause_at(c, "before-umount");
-        if (stop_requested) {
-                report(c->rep, REMOUNT_REFUSED, EINTR, "the daemon is stopping");
+        cycle_sync_target(c);
+        cycle_pause_at(c, "before-umount");
+        if (cycle_stop_requested) {
+                cycle_report(c->rep, REMOUNT_REFUSED, EINTR, "the daemon is stopping");
                 return;
         }
-        block_stop_signals();
+        cycle_block_stop_signals();
 
         /* 5. Unmount and mount again. */
         cycle_unmount_mount(c);
@@ -140,21 +142,21 @@ void remount_job_run(const RemountJob *j, RemountReport *rep) {
         *rep = (RemountReport){
                 .outcome = REMOUNT_FAILED, .flag_written = -1, .effective = -1, .stage = j->journal->stage
         };
-        setup_signals();
+        cycle_setup_signals();
         /* One process at a time per mount point: a cycle of a killed daemon may still run. */
         lock = remount_journal_lock(j->journal_path);
         if (lock < 0) {
                 if (lock == -EWOULDBLOCK)
-                        report(rep, j->replay ? REMOUNT_UNMOUNTED : REMOUNT_FAILED, EWOULDBLOCK,
-                               "another process (a cycle of an earlier daemon) is at work on it");
+                        cycle_report(rep, j->replay ? REMOUNT_UNMOUNTED : REMOUNT_FAILED, EWOULDBLOCK,
+                                     "another process (a cycle of an earlier daemon) is at work on it");
                 else
-                        report(rep, j->replay ? REMOUNT_UNMOUNTED : REMOUNT_FAILED, -lock,
-                               "cannot lock its journal: %s", strerror(-lock));
+                        cycle_report(rep, j->replay ? REMOUNT_UNMOUNTED : REMOUNT_FAILED, -lock,
+                                     "cannot lock its journal: %s", strerror(-lock));
                 return;
         }
         if (j->replay) {
-                block_stop_signals(); /* a replay always goes to its end */
-                replay(&c);
+                cycle_block_stop_signals(); /* a replay always goes to its end */
+                cycle_replay(&c);
         } else
                 cycle(&c);
         remount_pin_done(&c.pin);

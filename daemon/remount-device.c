@@ -10,7 +10,7 @@
 
 /* The path to open the source device by: the recorded source when it is that device, else
  * /dev/block/MAJ:MIN. */
-void source_path(const RemountPlan *p, char *buf, size_t size) {
+void remount_source_path(const RemountPlan *p, char *buf, size_t size) {
         struct stat st;
 
         if (p->source && stat(p->source, &st) >= 0 && S_ISBLK(st.st_mode) && st.st_rdev == p->source_devnum)
@@ -22,7 +22,7 @@ void source_path(const RemountPlan *p, char *buf, size_t size) {
 /* The kernel's directory of the superblock of p's filesystem (/sys/fs/TYPE/NAME, named
  * after the block device: sb->s_id) into buf, for the types that have one; "" otherwise. It
  * exists exactly as long as the superblock, and a new superblock's has a new inode. */
-void superblock_dir(const RemountPlan *p, char *buf, size_t size) {
+void remount_superblock_dir(const RemountPlan *p, char *buf, size_t size) {
         static const char *const with_sysfs[] = { "ext4", "xfs", "f2fs" };
         char link[64], target[PATH_MAX];
         ssize_t n;
@@ -43,20 +43,20 @@ void superblock_dir(const RemountPlan *p, char *buf, size_t size) {
 
 /* Step 3. Finds how the superblock's end will be seen, and records the identity of the
  * superblock now. Returns 0, or 1 with a sentence in *ret_reason. */
-int superblock_setup(Cycle *c, char **ret_reason) {
+int cycle_superblock_setup(Cycle *c, char **ret_reason) {
         const RemountPlan *p = c->plan;
         char source[PATH_MAX];
         struct stat st;
         int fd;
 
-        superblock_dir(p, c->sb_dir, sizeof c->sb_dir);
+        remount_superblock_dir(p, c->sb_dir, sizeof c->sb_dir);
         if (c->sb_dir[0] && stat(c->sb_dir, &st) >= 0) {
                 c->journal->sb_ino = (uint64_t) st.st_ino;
                 return 0;
         }
         c->sb_dir[0] = '\0';
         /* Else the device is opened with O_EXCL after the unmount: it must open at all. */
-        source_path(p, source, sizeof source);
+        remount_source_path(p, source, sizeof source);
         fd = open(source, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0) {
                 close(fd);
@@ -72,7 +72,7 @@ int superblock_setup(Cycle *c, char **ret_reason) {
 
 /* After the unmount: 1 when the superblock is gone, 0 when it lives on, -errno when that
  * cannot be told (never read as gone). */
-int superblock_gone(Cycle *c) {
+int cycle_superblock_gone(Cycle *c) {
         char source[PATH_MAX];
         int fd;
 
@@ -82,7 +82,7 @@ int superblock_gone(Cycle *c) {
                         return (uint64_t) st.st_ino == c->journal->sb_ino ? 0 : 1;
                 return errno == ENOENT ? 1 : -errno;
         }
-        source_path(c->plan, source, sizeof source);
+        remount_source_path(c->plan, source, sizeof source);
         fd = open(source, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0) {
                 close(fd);
@@ -93,12 +93,12 @@ int superblock_gone(Cycle *c) {
 
 /* The daemon's own mount(2) opens the device from this process's cgroup: a device policy
  * (DevicePolicy=closed) makes it fail with EPERM, after the unmount. Checked before. */
-int device_check_mountable(Cycle *c, char **ret_reason) {
+int cycle_check_mountable(Cycle *c, char **ret_reason) {
         char source[PATH_MAX];
         bool rw = !mnt_optstr_get_option(c->plan->vfs_options, "rw", NULL, NULL);
         int fd;
 
-        source_path(c->plan, source, sizeof source);
+        remount_source_path(c->plan, source, sizeof source);
         fd = open(source, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0) {
                 close(fd);

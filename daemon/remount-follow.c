@@ -29,7 +29,7 @@ static void close_all_fds_but(int a, int b) {
         }
 }
 
-int spawn(Remounter *r, RemountActive *a) {
+int remount_spawn(Remounter *r, RemountActive *a) {
         const Engine *e = r->host.engine;
         RemountDisk d;
         int fds[2], k;
@@ -127,19 +127,19 @@ static void refuse_stale(Remounter *r, RemountActive *a, const RemountReport *re
                             rep->message, aside ?: a->journal_path, p->fstype, a->options,
                             source ?: p->source, p->target);
         RemountRequest *q = TAKE_PTR(a->request);
-        conclude(r, q,
-                 &(Conclusion){ .item = &a->item,
-                                .label = a->label,
-                                .id = a->item.id,
-                                .outcome = REMOUNT_UNMOUNTED,
-                                .why = why ?: rep->message,
-                                .via = rep->via,
-                                .duration_usec = duration,
-                                .stale = true,
-                                .active = a });
-        active_free(a);
+        remount_conclude(r, q,
+                         &(Conclusion){ .item = &a->item,
+                                        .label = a->label,
+                                        .id = a->item.id,
+                                        .outcome = REMOUNT_UNMOUNTED,
+                                        .why = why ?: rep->message,
+                                        .via = rep->via,
+                                        .duration_usec = duration,
+                                        .stale = true,
+                                        .active = a });
+        remount_active_free(a);
         r->host.reconcile(r->host.userdata);
-        schedule(r);
+        remount_schedule(r);
 }
 
 /* What the report says happened, for the conclusion: the retries of a replay, the new state
@@ -158,7 +158,7 @@ static char *report_why(Remounter *r, RemountActive *a, const RemountReport *rep
         if (*outcome == REMOUNT_DONE) {
                 /* Verify the new state through the tracker: it noted the new mount's state. What
                  * happened on the way (a mount that failed first) stays said. */
-                const TrackedMount *t = find_tracked(r, rep->new_id, a->journal.plan.target);
+                const TrackedMount *t = remount_find_tracked(r, rep->new_id, a->journal.plan.target);
                 bool plain = streq(rep->message, "unmounted and mounted it again");
                 if (t && !t->pending)
                         return strdup_printf("%s%sstable writes now %s, as decided",
@@ -193,8 +193,8 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                 log_notice("%s: %s; checking again in %llu s.", a->label, rep->message,
                            (unsigned long long) (REMOUNT_RETRY_MIN_USEC / USEC_PER_SEC));
                 a->backoff_usec = REMOUNT_RETRY_MIN_USEC;
-                park(r, a, rep->message);
-                schedule(r);
+                remount_park(r, a, rep->message);
+                remount_schedule(r);
                 return;
         }
         a->checked = true;
@@ -205,7 +205,7 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                 refuse_stale(r, a, rep, duration);
                 return;
         }
-        reload_journal(a);
+        remount_reload_journal(a);
         if (rep->new_id > 0)
                 /* A new mount: observed anew, even with the same id, with the state the cycle
                  * knows it mounted it with. */
@@ -217,24 +217,24 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                 (void) log_oom();
 
         RemountRequest *q = TAKE_PTR(a->request); /* told now; later replays are only signalled */
-        conclude(r, q,
-                 &(Conclusion){ .item = &a->item,
-                                .label = a->label,
-                                .id = id,
-                                .outcome = outcome,
-                                .why = why ?: rep->message,
-                                .detail = rep->detail[0] ? rep->detail : NULL,
-                                .via = rep->via,
-                                .duration_usec = duration,
-                                .pending = true,
-                                .active = a });
+        remount_conclude(r, q,
+                         &(Conclusion){ .item = &a->item,
+                                        .label = a->label,
+                                        .id = id,
+                                        .outcome = outcome,
+                                        .why = why ?: rep->message,
+                                        .detail = rep->detail[0] ? rep->detail : NULL,
+                                        .via = rep->via,
+                                        .duration_usec = duration,
+                                        .pending = true,
+                                        .active = a });
         if (outcome == REMOUNT_UNMOUNTED) {
-                park(r, a, why ?: rep->message);
+                remount_park(r, a, why ?: rep->message);
         } else
-                finish(r, a);
+                remount_finish(r, a);
         /* Publish the new state (and let the host write the flag again if it wants). */
         r->host.reconcile(r->host.userdata);
-        schedule(r);
+        remount_schedule(r);
 }
 
 /* The child died without a report: its journal says how far it got. */
@@ -245,24 +245,24 @@ static void handle_death(Remounter *r, RemountActive *a, int status) {
         why = strdup_printf("the process of its %s died (%s %d)", a->replay ? "replay" : "cycle",
                             WIFSIGNALED(status) ? "signal" : "status",
                             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        reload_journal(a);
+        remount_reload_journal(a);
         r->running = NULL;
         a->checked = true;
         if (!a->replay && a->journal.stage == REMOUNT_STAGE_PREPARED) {
                 RemountRequest *q = TAKE_PTR(a->request);
-                conclude(r, q,
-                         &(Conclusion){ .item = &a->item,
-                                        .label = a->label,
-                                        .id = a->item.id,
-                                        .outcome = REMOUNT_FAILED,
-                                        .why = why ?: "died",
-                                        .via = a->journal.unit ? "systemd" : "the daemon",
-                                        .duration_usec = now_usec_monotonic() - a->start_usec,
-                                        .pending = true,
-                                        .active = a });
-                finish(r, a);
+                remount_conclude(r, q,
+                                 &(Conclusion){ .item = &a->item,
+                                                .label = a->label,
+                                                .id = a->item.id,
+                                                .outcome = REMOUNT_FAILED,
+                                                .why = why ?: "died",
+                                                .via = a->journal.unit ? "systemd" : "the daemon",
+                                                .duration_usec = now_usec_monotonic() - a->start_usec,
+                                                .pending = true,
+                                                .active = a });
+                remount_finish(r, a);
                 r->host.reconcile(r->host.userdata);
-                schedule(r);
+                remount_schedule(r);
                 return;
         }
         log_error("%s: %s at stage %s; mounting it back as its journal says.", a->label, why ?: "died",
@@ -270,22 +270,22 @@ static void handle_death(Remounter *r, RemountActive *a, int status) {
         if (a->replay) {
                 a->retries++;
                 a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
-                park(r, a, why);
-                schedule(r);
+                remount_park(r, a, why);
+                remount_schedule(r);
                 return;
         }
         /* At once, and the requester hears the replay's outcome. */
         a->replay = true;
         r->running = a;
-        k = spawn(r, a);
+        k = remount_spawn(r, a);
         if (k < 0) {
                 r->running = NULL;
                 log_error_errno(k, "%s is NOT MOUNTED and its replay cannot start: %m", a->label);
-                park(r, a, why);
+                remount_park(r, a, why);
         }
 }
 
-void follow(Remounter *r, RemountActive *a) {
+void remount_follow(Remounter *r, RemountActive *a) {
         RemountReport rep;
         int status;
 
@@ -299,6 +299,6 @@ static int on_report(sd_event_source *s, int fd, uint32_t revents, void *userdat
         Remounter *r = userdata;
 
         if (r->running)
-                follow(r, r->running);
+                remount_follow(r, r->running);
         return 0;
 }

@@ -75,7 +75,7 @@ struct Remounter {
         char *test_pause;
 };
 
-/* How one filesystem's cycle, or the decision not to cycle it, ended: what conclude() reports. */
+/* How one filesystem's cycle, or the decision not to cycle it, ended: what remount_conclude() reports. */
 typedef struct Conclusion {
         const RemountItem *item;
         const char *label; /* how the logs name it; NULL: its target */
@@ -92,33 +92,54 @@ typedef struct Conclusion {
         const RemountActive *active; /* the cycle, for the retry of a filesystem left unmounted */
 } Conclusion;
 
-/* remount-active.c */
-void item_done(RemountItem *i);
-void result_done(RemountResult *r);
-void request_free(RemountRequest *q);
-void active_free(RemountActive *a);
-void schedule(Remounter *r);
-void unmounted_take(Remounter *r, RemountActive *a);
-int unmounted_add(Remounter *r, RemountActive *a);
-const RemountActive *holder_of(const Remounter *r, const char *disk);
-const TrackedMount *find_tracked(const Remounter *r, int id, const char *target);
-int open_flag(Remounter *r, RemountActive *a, char **ret_reason);
-void finish(Remounter *r, RemountActive *a);
-void reload_journal(RemountActive *a);
+/* remount-active.c: the records */
+void remount_item_done(RemountItem *i);
+void remount_result_done(RemountResult *r);
+void remount_request_free(RemountRequest *q);
+void remount_active_free(RemountActive *a);
+/* Runs the queue at the next iteration of the event loop. */
+void remount_schedule(Remounter *r);
+/* Takes a from the list of filesystems left unmounted, if it is there. */
+void remount_unmounted_take(Remounter *r, RemountActive *a);
+/* Adds a to the list of filesystems left unmounted. Returns 0 or -ENOMEM. */
+int remount_unmounted_add(Remounter *r, RemountActive *a);
+/* The cycle, replay or left-unmounted filesystem that holds disk, or NULL. */
+const RemountActive *remount_holder_of(const Remounter *r, const char *disk);
+/* The tracked mount id on target, else the one on target, or NULL. */
+const TrackedMount *remount_find_tracked(const Remounter *r, int id, const char *target);
+/* Pins the sysfs directory of a's disk into a->disk_fd: 0, or -errno (a sentence in
+ * *ret_reason when ret_reason is not NULL). */
+int remount_open_flag(Remounter *r, RemountActive *a, char **ret_reason);
+/* The cycle or replay is over: removes its journal and frees a. */
+void remount_finish(Remounter *r, RemountActive *a);
+/* Takes what the child wrote to a's journal (its stage, where and how it unmounted). */
+void remount_reload_journal(RemountActive *a);
 
-/* remount-conclude.c */
-RemountNote *note_find(Remounter *r, const char *target);
-void retired_free(Remounter *r, MountTracker *t);
-void conclude(Remounter *r, RemountRequest *q, const Conclusion *c);
+/* remount-conclude.c: results, log lines, notes */
+/* The note of target (why its flag is still pending), or NULL. */
+RemountNote *remount_note_find(Remounter *r, const char *target);
+/* Points the tracked mounts of t (may be NULL) away from the retired reasons, and frees them. */
+void remount_retired_free(Remounter *r, MountTracker *t);
+/* Builds the result of c, logs it, keeps the note, tells the host and the request q (may be
+ * NULL). Takes nothing. */
+void remount_conclude(Remounter *r, RemountRequest *q, const Conclusion *c);
 
-/* remount-start.c */
-int start_item(Remounter *r, RemountRequest *q, const RemountItem *it);
+/* remount-start.c: the start of a cycle */
+/* Checks it and, when nothing is against it, starts its cycle: 1 when a child runs (the result
+ * comes later), 0 when concluded here, or -errno (not concluded). */
+int remount_start_item(Remounter *r, RemountRequest *q, const RemountItem *it);
 
-/* remount-follow.c */
-int spawn(Remounter *r, RemountActive *a);
-void follow(Remounter *r, RemountActive *a);
+/* remount-follow.c: the cycle's process */
+/* Forks the child that runs a's job and watches for its report: 0 (a->io NULL when it cannot be
+ * watched: the caller waits with remount_follow()), or -errno. */
+int remount_spawn(Remounter *r, RemountActive *a);
+/* Reads a's report (or how its process died) and acts on it. */
+void remount_follow(Remounter *r, RemountActive *a);
 
-/* remount-unmounted.c */
-void arm_retry(Remounter *r);
-void park(Remounter *r, RemountActive *a, const char *why);
-void load_journals(Remounter *r);
+/* remount-unmounted.c: what is left unmounted */
+/* Arms the retry timer for the earliest replay due (or disarms it). */
+void remount_arm_retry(Remounter *r);
+/* a is left unmounted for why: it waits for its next replay (or for someone to mount it). */
+void remount_park(Remounter *r, RemountActive *a, const char *why);
+/* Takes the journals an earlier run left in flight: each is replayed first thing. */
+void remount_load_journals(Remounter *r);

@@ -41,7 +41,7 @@ static int write_flag(Cycle *c, int value, char **ret_why) {
 }
 
 /* Step 4: writes the filesystem's dirty data back while nothing is touched yet. */
-void sync_target(Cycle *c) {
+void cycle_sync_target(Cycle *c) {
         int fd = remount_open_component(c->pin.parent_fd, c->pin.name, O_RDONLY, false);
 
         if (fd < 0)
@@ -54,17 +54,17 @@ void sync_target(Cycle *c) {
  * -EINPROGRESS when systemd's unmount is still at work (its job did not end in time and was
  * cancelled, its umount did not end either: whether it unmounts is not known yet), or -errno,
  * with what failed in *ret_why. */
-int do_unmount(Cycle *c, char **ret_why) {
+int cycle_unmount(Cycle *c, char **ret_why) {
         int r;
 
         *ret_why = NULL;
         if (c->bus) {
-                r = remount_systemd_run_job(c->bus, c->journal->unit, "StopUnit", "fail", job_timeout(c),
-                                            ret_why);
+                r = remount_systemd_run_job(c->bus, c->journal->unit, "StopUnit", "fail",
+                                            cycle_job_timeout(c), ret_why);
                 /* A failed or cancelled stop may leave a control process (umount) at work: let it
                  * end, else the journal must stay for whatever it does. */
                 if (r < 0 &&
-                    remount_systemd_wait_idle(c->bus, c->journal->unit, job_timeout(c)) == -ETIMEDOUT)
+                    remount_systemd_wait_idle(c->bus, c->journal->unit, cycle_job_timeout(c)) == -ETIMEDOUT)
                         return -EINPROGRESS;
                 return r;
         }
@@ -95,13 +95,13 @@ static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
                           : strdup(j->options);
         if (!options)
                 return -ENOMEM;
-        source_path(p, source, sizeof source);
+        remount_source_path(p, source, sizeof source);
         if (c->bus) {
                 if (c->journal->unit_file)
                         return remount_systemd_run_job(c->bus, c->journal->unit, "StartUnit", "replace",
-                                                       job_timeout(c), ret_why);
+                                                       cycle_job_timeout(c), ret_why);
                 r = remount_systemd_start_transient(c->bus, c->journal->unit, source, p->fstype, options,
-                                                    job_timeout(c), ret_why);
+                                                    cycle_job_timeout(c), ret_why);
                 if (r < 0) /* a failed transient unit stays loaded and would refuse the next one */
                         (void) remount_systemd_reset_failed(c->bus, c->journal->unit);
                 return r;
@@ -125,7 +125,7 @@ static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
  * mounted there). */
 static int verify_mount(Cycle *c, int *ret_id, char *diff, size_t size) {
         const RemountPlan *p = c->plan;
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
         struct libmnt_fs *fs;
         unsigned long steps[3];
 
@@ -133,10 +133,10 @@ static int verify_mount(Cycle *c, int *ret_id, char *diff, size_t size) {
         *ret_id = 0;
         if (!t)
                 return -errno;
-        fs = table_top(t, p->target);
-        if (!fs || !is_ours(p, fs)) {
+        fs = remount_table_top(t, p->target);
+        if (!fs || !remount_is_ours(p, fs)) {
                 /* Never through a symbolic link, but say so loudly if it happened. */
-                struct libmnt_fs *other = table_find_elsewhere(t, p);
+                struct libmnt_fs *other = remount_table_find_elsewhere(t, p);
                 if (!other)
                         return -ENOENT;
                 *ret_id = mnt_fs_get_id(other);
@@ -166,7 +166,7 @@ static int verify_mount(Cycle *c, int *ret_id, char *diff, size_t size) {
                         }
                 mnt_unref_table(t);
                 t = mnt_new_table_from_file(c->mountinfo);
-                if (!t || !(fs = table_top(t, p->target)))
+                if (!t || !(fs = remount_table_top(t, p->target)))
                         return -ENOENT;
         }
 
@@ -184,10 +184,10 @@ static int verify_mount(Cycle *c, int *ret_id, char *diff, size_t size) {
 /* Whether our filesystem is what is mounted on the target now (someone mounted it); sets
  * the report's new mount id. */
 static bool mounted_again(Cycle *c) {
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
-        struct libmnt_fs *fs = t ? table_top(t, c->plan->target) : NULL;
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        struct libmnt_fs *fs = t ? remount_table_top(t, c->plan->target) : NULL;
 
-        if (!fs || !is_ours(c->plan, fs))
+        if (!fs || !remount_is_ours(c->plan, fs))
                 return false;
         c->rep->new_id = mnt_fs_get_id(fs);
         return true;
@@ -226,7 +226,7 @@ static int report_stale(RemountReport *rep, const char *format, ...) {
                 what = NULL;
         va_end(ap);
         rep->stale = rep->give_up = true;
-        report(rep, REMOUNT_UNMOUNTED, ESTALE, "not mounting it back: %s", what ?: "out of memory");
+        cycle_report(rep, REMOUNT_UNMOUNTED, ESTALE, "not mounting it back: %s", what ?: "out of memory");
         return 1;
 }
 
@@ -235,7 +235,7 @@ static int report_stale(RemountReport *rep, const char *format, ...) {
  * the filesystem on the device it mounted (its UUID in the udev database). Returns 0, or 1 with
  * the report filled: stale when either is another one, or when the journal does not say (an
  * earlier version's); else retried (the UUID cannot be read yet: udev has not seen the device). */
-int check_identity(Cycle *c) {
+int cycle_check_identity(Cycle *c) {
         const RemountJournal *j = c->journal;
         const RemountPlan *p = c->plan;
         _cleanup_free_ char *seq = NULL, *uuid = NULL;
@@ -254,7 +254,7 @@ int check_identity(Cycle *c) {
         if (j->diskseq != 0) {
                 r = sysfs_read_string_at(c->job->disk_fd, "diskseq", &seq);
                 if (r == -ENOMEM)
-                        return report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1;
+                        return cycle_report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1;
                 if (r < 0)
                         return report_stale(c->rep, "the disk %s (diskseq %" PRIu64 ") was removed", j->disk,
                                             j->diskseq);
@@ -267,12 +267,13 @@ int check_identity(Cycle *c) {
         if (j->fs_uuid) {
                 r = remount_fs_uuid(c->job->udev_data_dir, p->source_devnum, &uuid);
                 if (r < 0)
-                        return report(c->rep, REMOUNT_UNMOUNTED, -r, "%s", strerror(-r)), 1;
+                        return cycle_report(c->rep, REMOUNT_UNMOUNTED, -r, "%s", strerror(-r)), 1;
                 if (r == 0)
-                        return report(c->rep, REMOUNT_UNMOUNTED, ENODATA,
-                                      "the udev database has no filesystem UUID for %s now: not mounting it "
-                                      "before it can be told from another filesystem",
-                                      p->source),
+                        return cycle_report(c->rep, REMOUNT_UNMOUNTED, ENODATA,
+                                            "the udev database has no filesystem UUID for %s now: not "
+                                            "mounting it "
+                                            "before it can be told from another filesystem",
+                                            p->source),
                                1;
                 if (!streq(uuid, j->fs_uuid))
                         return report_stale(
@@ -302,7 +303,7 @@ static int set_mount_flag(Cycle *c, int want, int *ret_flag, char **ret_kept) {
                 *ret_flag = !want;
                 *ret_kept =
                         strdup_printf("stable writes stay %s: %s", want ? "off" : "on", why ?: strerror(-r));
-                return *ret_kept ? 0 : (report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1);
+                return *ret_kept ? 0 : (cycle_report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory"), 1);
         }
         return 0;
 }
@@ -313,7 +314,7 @@ static int set_mount_flag(Cycle *c, int want, int *ret_flag, char **ret_kept) {
  * the place must still be free and the same, and the disk and the filesystem the journal's.
  * The stage saved, the report and its effective state say the flag the disk had at the mount.
  * before: what happened first, to start the report's message with, or NULL. */
-void mount_back(Cycle *c, const char *before) {
+void cycle_mount_back(Cycle *c, const char *before) {
         RemountReport *rep = c->rep;
         RemountJournal *j = c->journal;
         _cleanup_free_ char *first_failure = NULL, *kept = NULL;
@@ -329,39 +330,40 @@ void mount_back(Cycle *c, const char *before) {
                 int want = remount_journal_mount_flag(j), flag;
 
                 if (!so_far)
-                        return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
                 r = remount_pin_check_free(&c->pin, c->plan->target, c->bus ? NULL : &mp_fd, &changed,
                                            &reason);
                 if (r < 0)
-                        return (void) report(rep, REMOUNT_UNMOUNTED, -r,
-                                             "%s%scannot check its mount point: %s", so_far,
-                                             *so_far ? "; " : "", strerror(-r));
+                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, -r,
+                                                   "%s%scannot check its mount point: %s", so_far,
+                                                   *so_far ? "; " : "", strerror(-r));
                 if (r > 0 && !changed && mounted_again(c)) {
-                        report(rep, REMOUNT_DIFFERENT, 0,
-                               "%s%sit was mounted again by someone else meanwhile", so_far,
-                               *so_far ? "; " : "");
+                        cycle_report(rep, REMOUNT_DIFFERENT, 0,
+                                     "%s%sit was mounted again by someone else meanwhile", so_far,
+                                     *so_far ? "; " : "");
                         return;
                 }
                 if (r > 0) {
                         /* Nothing is mounted through a changed path, nothing on top of another mount. */
                         rep->give_up = true;
-                        return (void) report(rep, REMOUNT_UNMOUNTED, changed ? ENOTDIR : EEXIST,
-                                             "%s%snot mounting it again: %s; not retrying", so_far,
-                                             *so_far ? "; " : "", reason);
+                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, changed ? ENOTDIR : EEXIST,
+                                                   "%s%snot mounting it again: %s; not retrying", so_far,
+                                                   *so_far ? "; " : "", reason);
                 }
-                if (check_identity(c) != 0 || set_mount_flag(c, want, &flag, &kept_now) != 0)
+                if (cycle_check_identity(c) != 0 || set_mount_flag(c, want, &flag, &kept_now) != 0)
                         return;
                 if (kept_now) {
                         char *s = join3(so_far, kept_now, NULL);
                         if (!s)
-                                return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                                return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
                         free(so_far);
                         so_far = s;
                 }
                 /* The stage says the state the flag gives the mount: the old one, or the new one
                  * (also at a fallback whose old flag the interlock refused). */
                 with_old = j->old_flag != j->new_flag ? flag == j->old_flag : fell_back;
-                (void) save_stage(c, with_old ? REMOUNT_STAGE_MOUNTING_OLD : REMOUNT_STAGE_MOUNTING_NEW);
+                (void) cycle_save_stage(c,
+                                        with_old ? REMOUNT_STAGE_MOUNTING_OLD : REMOUNT_STAGE_MOUNTING_NEW);
                 r = mount_once(c, mp_fd, &why);
                 if (r >= 0) {
                         rep->mounted = true;
@@ -369,32 +371,33 @@ void mount_back(Cycle *c, const char *before) {
                         rep->new_id = id;
                 }
                 if (r >= 0) {
-                        (void) save_stage(c, with_old ? REMOUNT_STAGE_MOUNTED_OLD : REMOUNT_STAGE_MOUNTED);
+                        (void) cycle_save_stage(c, with_old ? REMOUNT_STAGE_MOUNTED_OLD
+                                                            : REMOUNT_STAGE_MOUNTED);
                         rep->effective = flag;
                         if (r > 0)
-                                report(rep, REMOUNT_DIFFERENT, 0,
-                                       "%s%smounted it again (stable writes %s), but %s", so_far,
-                                       *so_far ? "; " : "", flag ? "on" : "off", diff);
+                                cycle_report(rep, REMOUNT_DIFFERENT, 0,
+                                             "%s%smounted it again (stable writes %s), but %s", so_far,
+                                             *so_far ? "; " : "", flag ? "on" : "off", diff);
                         else if (with_old)
-                                report(rep, REMOUNT_RESTORED, 0, "%s; mounted it again with the old state",
-                                       so_far);
+                                cycle_report(rep, REMOUNT_RESTORED, 0,
+                                             "%s; mounted it again with the old state", so_far);
                         else if (*so_far)
-                                report(rep, REMOUNT_DONE, 0, "%s; mounted it again with the new state",
-                                       so_far);
+                                cycle_report(rep, REMOUNT_DONE, 0, "%s; mounted it again with the new state",
+                                             so_far);
                         else
-                                report(rep, REMOUNT_DONE, 0, "unmounted and mounted it again");
+                                cycle_report(rep, REMOUNT_DONE, 0, "unmounted and mounted it again");
                         return;
                 }
                 if (!why)
                         why = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
                 if (with_old || last)
-                        return (void) report(rep, REMOUNT_UNMOUNTED, -r,
-                                             "%s; mounting it with the %s state failed too: %s", so_far,
-                                             with_old ? "old" : "new", why ?: "?");
+                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, -r,
+                                                   "%s; mounting it with the %s state failed too: %s",
+                                                   so_far, with_old ? "old" : "new", why ?: "?");
                 free(first_failure);
                 first_failure = strdup_printf("mounting it with the new state failed: %s", why ?: "?");
                 if (!first_failure)
-                        return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
                 rep->error = -r;
                 /* 8. The old state, unless the interlock keeps stable writes on: then the new one
                  * once more (never the old 0 on a disk that needs stable writes). */
@@ -406,21 +409,21 @@ void mount_back(Cycle *c, const char *before) {
                         free(kept);
                         kept = strdup_printf("not falling back to the old state: %s", refused);
                         if (!kept)
-                                return (void) report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                                return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
                         continue;
                 }
-                if (save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
+                if (cycle_save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
                         j->stage = REMOUNT_STAGE_MOUNTING_OLD; /* the mount with the old state goes on */
-                pause_at(c, "before-mount-old");
+                cycle_pause_at(c, "before-mount-old");
         }
 }
 
 /* Starts again the targets the stop of the unit stopped (as a restart would). */
-void restart_targets(Cycle *c) {
+void cycle_restart_targets(Cycle *c) {
         STRV_FOREACH (t, c->targets) {
                 _cleanup_free_ char *result = NULL;
                 if (remount_systemd_is_active(c->bus, *t) == 0)
-                        (void) remount_systemd_run_job(c->bus, *t, "StartUnit", "fail", job_timeout(c),
+                        (void) remount_systemd_run_job(c->bus, *t, "StartUnit", "fail", cycle_job_timeout(c),
                                                        &result);
         }
 }

@@ -13,20 +13,20 @@ static void replay_prepared(Cycle *c) {
         RemountPlan *p = c->plan;
 
         c->mountinfo = "/proc/1/mountinfo";
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
-        struct libmnt_fs *fs = t ? table_top(t, p->target) : NULL;
-        if (fs && is_ours(p, fs)) {
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        struct libmnt_fs *fs = t ? remount_table_top(t, p->target) : NULL;
+        if (fs && remount_is_ours(p, fs)) {
                 rep->new_id = mnt_fs_get_id(fs);
                 rep->effective = c->journal->old_flag;
-                report(rep, REMOUNT_FAILED, 0,
-                       "the cycle was interrupted (at stage prepared) before the unmount: it is "
-                       "mounted as "
-                       "before");
+                cycle_report(rep, REMOUNT_FAILED, 0,
+                             "the cycle was interrupted (at stage prepared) before the unmount: it is "
+                             "mounted as "
+                             "before");
         } else
-                report(rep, REMOUNT_NOTHING, 0,
-                       "it is not mounted, but the interrupted cycle had not unmounted it (someone "
-                       "else "
-                       "did, or it was never mounted there); not mounting it");
+                cycle_report(rep, REMOUNT_NOTHING, 0,
+                             "it is not mounted, but the interrupted cycle had not unmounted it (someone "
+                             "else "
+                             "did, or it was never mounted there); not mounting it");
 }
 
 /* The replay found fs, the filesystem of the journal, mounted on its mount point: never
@@ -38,7 +38,7 @@ static void replay_found_mounted(Cycle *c, struct libmnt_fs *fs) {
         struct stat st;
         bool same_sb;
 
-        superblock_dir(c->plan, c->sb_dir, sizeof c->sb_dir);
+        remount_superblock_dir(c->plan, c->sb_dir, sizeof c->sb_dir);
         if (j->sb_ino != 0 && c->sb_dir[0])
                 same_sb = stat(c->sb_dir, &st) >= 0 && (uint64_t) st.st_ino == j->sb_ino;
         else
@@ -48,19 +48,21 @@ static void replay_found_mounted(Cycle *c, struct libmnt_fs *fs) {
         if (!same_sb && !j->identified) {
                 /* An earlier version's journal: whose filesystem this is, it cannot tell. */
                 rep->effective = -1;
-                report(rep, REMOUNT_NOTHING, 0,
-                       "it is mounted again (the journal, of an earlier version, cannot tell by whom or "
-                       "with which state: it is taken from the flag now)");
+                cycle_report(
+                        rep, REMOUNT_NOTHING, 0,
+                        "it is mounted again (the journal, of an earlier version, cannot tell by whom or "
+                        "with which state: it is taken from the flag now)");
         } else if (same_sb)
-                report(rep, REMOUNT_FAILED, 0,
-                       "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
-                       "as "
-                       "before",
-                       remount_stage_to_string(j->stage));
+                cycle_report(rep, REMOUNT_FAILED, 0,
+                             "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
+                             "as "
+                             "before",
+                             remount_stage_to_string(j->stage));
         else
-                report(rep, rep->effective == j->new_flag ? REMOUNT_DONE : REMOUNT_RESTORED, 0,
-                       "the interrupted cycle (at stage %s) had mounted it again, with the %s state",
-                       remount_stage_to_string(j->stage), rep->effective == j->new_flag ? "new" : "old");
+                cycle_report(rep, rep->effective == j->new_flag ? REMOUNT_DONE : REMOUNT_RESTORED, 0,
+                             "the interrupted cycle (at stage %s) had mounted it again, with the %s state",
+                             remount_stage_to_string(j->stage),
+                             rep->effective == j->new_flag ? "new" : "old");
 }
 
 /* Where the replay mounts it: the journal's directory, at the same path, and (without
@@ -81,15 +83,16 @@ static int replay_check_target(Cycle *c) {
         }
         if (r != 0) {
                 rep->give_up = r > 0;
-                report(rep, REMOUNT_UNMOUNTED, r > 0 ? ENOTDIR : -r, "not mounting it again: %s%s",
-                       r > 0 ? reason ?: "out of memory" : strerror(-r), r > 0 ? "; not retrying" : "");
+                cycle_report(rep, REMOUNT_UNMOUNTED, r > 0 ? ENOTDIR : -r, "not mounting it again: %s%s",
+                             r > 0 ? reason ?: "out of memory" : strerror(-r),
+                             r > 0 ? "; not retrying" : "");
                 return 1;
         }
         if (!c->bus) {
-                r = device_check_mountable(c, &reason);
+                r = cycle_check_mountable(c, &reason);
                 if (r != 0) {
-                        report(rep, REMOUNT_UNMOUNTED, r > 0 ? EPERM : -r, "%s",
-                               r > 0 ? reason : strerror(-r));
+                        cycle_report(rep, REMOUNT_UNMOUNTED, r > 0 ? EPERM : -r, "%s",
+                                     r > 0 ? reason : strerror(-r));
                         return 1;
                 }
         }
@@ -97,61 +100,61 @@ static int replay_check_target(Cycle *c) {
 }
 
 /* The replay of a journal: the filesystem is mounted back as it says. */
-void replay(Cycle *c) {
+void cycle_replay(Cycle *c) {
         RemountReport *rep = c->rep;
         RemountJournal *j = c->journal;
         RemountPlan *p = c->plan;
-        _cleanup_(tablep) struct libmnt_table *t = NULL;
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = NULL;
         struct libmnt_fs *fs;
         int r;
 
         rep->stage = j->stage;
         /* Nothing is said of, mounted from, or written to a disk that took the journal's name
          * meanwhile. (A journal of an earlier version does not say which disk it was: it is
-         * refused when it would mount, in mount_back().) */
-        if (j->identified && check_identity(c) != 0)
+         * refused when it would mount, in cycle_mount_back().) */
+        if (j->identified && cycle_check_identity(c) != 0)
                 return;
         if (j->stage == REMOUNT_STAGE_PREPARED) {
                 replay_prepared(c);
                 return;
         }
-        if (choose_way(c, true) < 0) {
+        if (cycle_choose_way(c, true) < 0) {
                 rep->outcome = REMOUNT_UNMOUNTED; /* retried */
                 return;
         }
         if (c->bus) {
                 /* The interrupted cycle's job (systemd carries it out without us) ends first. */
-                r = remount_systemd_wait_idle(c->bus, j->unit, job_timeout(c));
+                r = remount_systemd_wait_idle(c->bus, j->unit, cycle_job_timeout(c));
                 if (r < 0) {
-                        report(rep, REMOUNT_UNMOUNTED, -r, "systemd's job for %s did not end: %s", j->unit,
-                               strerror(-r));
+                        cycle_report(rep, REMOUNT_UNMOUNTED, -r, "systemd's job for %s did not end: %s",
+                                     j->unit, strerror(-r));
                         return;
                 }
         }
         t = mnt_new_table_from_file(c->mountinfo);
         if (!t) {
-                report(rep, REMOUNT_UNMOUNTED, errno, "cannot read the host's mount table: %s",
-                       strerror(errno));
+                cycle_report(rep, REMOUNT_UNMOUNTED, errno, "cannot read the host's mount table: %s",
+                             strerror(errno));
                 return;
         }
-        fs = table_top(t, p->target);
-        if (fs && is_ours(p, fs)) {
+        fs = remount_table_top(t, p->target);
+        if (fs && remount_is_ours(p, fs)) {
                 replay_found_mounted(c, fs);
                 return;
         }
         if (fs) {
                 rep->give_up = true;
-                report(rep, REMOUNT_UNMOUNTED, EEXIST,
-                       "%s from %s is mounted on it now; not mounting it over that", mnt_fs_get_fstype(fs),
-                       mnt_fs_get_source(fs) ?: "?");
+                cycle_report(rep, REMOUNT_UNMOUNTED, EEXIST,
+                             "%s from %s is mounted on it now; not mounting it over that",
+                             mnt_fs_get_fstype(fs), mnt_fs_get_source(fs) ?: "?");
                 return;
         }
-        fs = table_find_elsewhere(t, p);
+        fs = remount_table_find_elsewhere(t, p);
         if (fs) {
-                report(rep, REMOUNT_NOTHING, 0, "it is mounted on %s now, not mounting it again",
-                       mnt_fs_get_target(fs));
+                cycle_report(rep, REMOUNT_NOTHING, 0, "it is mounted on %s now, not mounting it again",
+                             mnt_fs_get_target(fs));
                 return;
         }
         if (replay_check_target(c) == 0)
-                mount_back(c, "it had been left unmounted");
+                cycle_mount_back(c, "it had been left unmounted");
 }

@@ -6,7 +6,7 @@
 #include "sysfs.h"
 #include "util.h"
 
-/* Why a filesystem is not cycled now, found by the checks of start_item(). */
+/* Why a filesystem is not cycled now, found by the checks of remount_start_item(). */
 typedef struct Refusal {
         RemountOutcome outcome;
         bool is_static; /* holds while the mount stays as it is: no automatic re-check */
@@ -46,7 +46,7 @@ static int check_item(Remounter *r, const RemountItem *it, const TrackedMount *t
                                        k >= 0 && d.reason ? d.reason : "not managed");
                 return reason ? refuse(no, REMOUNT_REFUSED, true, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
-        const RemountActive *h = holder_of(r, it->disk);
+        const RemountActive *h = remount_holder_of(r, it->disk);
         if (h) {
                 reason = strdup_printf(
                         "%s, on the same disk, is left unmounted by a cycle; no other cycle on %s "
@@ -129,7 +129,7 @@ static int set_flag(Remounter *r, const RemountItem *it, const RemountPlan *plan
         k = r->host.apply(r->host.userdata, it->disk, &message);
         if (k == -ENOMEM)
                 return k;
-        *t = find_tracked(r, plan->id, plan->target);
+        *t = remount_find_tracked(r, plan->id, plan->target);
         found = r->host.find_disk(r->host.userdata, it->disk, d);
         if (k < 0 && k != -EPERM) {
                 char *reason =
@@ -179,7 +179,7 @@ static RemountActive *active_new(Remounter *r, RemountRequest *q, const RemountI
         };
         *plan = (RemountPlan){};
         if (!a->item.target || !a->item.disk || !a->journal.disk || !a->options || !a->journal_path) {
-                active_free(a);
+                remount_active_free(a);
                 return NULL;
         }
         return a;
@@ -198,7 +198,7 @@ static int launch(Remounter *r, RemountActive *a, Refusal *no) {
                                        a->journal_path);
                 return reason ? refuse(no, REMOUNT_REFUSED, false, NULL, TAKE_PTR(reason)) : -ENOMEM;
         }
-        k = open_flag(r, a, &reason);
+        k = remount_open_flag(r, a, &reason);
         if (k == -ENOMEM || (k < 0 && !reason))
                 return -ENOMEM;
         if (k < 0)
@@ -211,7 +211,7 @@ static int launch(Remounter *r, RemountActive *a, Refusal *no) {
         log_debug("%s: cycling it (stable writes %s -> %s), options %s.", a->label,
                   a->journal.old_flag ? "on" : "off", a->journal.new_flag ? "on" : "off", a->options);
         r->running = a; /* holds the disk from now on */
-        k = spawn(r, a);
+        k = remount_spawn(r, a);
         if (k < 0) {
                 r->running = NULL;
                 (void) remount_journal_remove(a->journal_path);
@@ -223,7 +223,7 @@ static int launch(Remounter *r, RemountActive *a, Refusal *no) {
 
 /* Checks one filesystem and, when nothing is against it, starts its cycle. Returns 1 when a
  * child runs (the result comes later), 0 when concluded here. */
-int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
+int remount_start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
         uint64_t start = now_usec_monotonic();
         _cleanup_(refusal_done) Refusal no = {};
         _cleanup_(remount_plan_done) RemountPlan plan = {};
@@ -233,7 +233,7 @@ int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
         RemountActive *a;
         int k;
 
-        t = find_tracked(r, it->id, it->target);
+        t = remount_find_tracked(r, it->id, it->target);
         if (!t)
                 k = refuse(&no, REMOUNT_NOTHING, true, "it is not mounted any more", NULL);
         else {
@@ -254,18 +254,18 @@ int start_item(Remounter *r, RemountRequest *q, const RemountItem *it) {
                 if (k == 0)
                         return 1;
                 label = TAKE_PTR(a->label);
-                active_free(a);
+                remount_active_free(a);
         }
         if (k < 0)
                 return k;
-        conclude(r, q,
-                 &(Conclusion){ .item = it,
-                                .label = label,
-                                .id = t ? t->id : it->id,
-                                .outcome = no.outcome,
-                                .why = no.why,
-                                .duration_usec = now_usec_monotonic() - start,
-                                .is_static = no.is_static,
-                                .pending = !t || t->pending });
+        remount_conclude(r, q,
+                         &(Conclusion){ .item = it,
+                                        .label = label,
+                                        .id = t ? t->id : it->id,
+                                        .outcome = no.outcome,
+                                        .why = no.why,
+                                        .duration_usec = now_usec_monotonic() - start,
+                                        .is_static = no.is_static,
+                                        .pending = !t || t->pending });
         return 0;
 }

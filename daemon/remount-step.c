@@ -11,14 +11,14 @@
 /* How long systemd may take for a stop or start job of a mount unit (unless a test says). */
 #define SYSTEMD_JOB_TIMEOUT_USEC (5 * 60 * USEC_PER_SEC)
 
-volatile sig_atomic_t stop_requested;
+volatile sig_atomic_t cycle_stop_requested;
 
-uint64_t job_timeout(const Cycle *c) {
+uint64_t cycle_job_timeout(const Cycle *c) {
         return c->job->job_timeout_usec ?: SYSTEMD_JOB_TIMEOUT_USEC;
 }
 
 /* Sets the outcome, the errno and the message of the report. */
-void report(RemountReport *rep, RemountOutcome outcome, int error, const char *format, ...) {
+void cycle_report(RemountReport *rep, RemountOutcome outcome, int error, const char *format, ...) {
         va_list ap;
 
         rep->outcome = outcome;
@@ -29,22 +29,22 @@ void report(RemountReport *rep, RemountOutcome outcome, int error, const char *f
 }
 
 /* Reports the result r of a check: > 0 refused for reason, < 0 failed. */
-void report_check(RemountReport *rep, int r, const char *reason) {
-        report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
-               r > 0 ? reason : strerror(-r));
+void cycle_report_check(RemountReport *rep, int r, const char *reason) {
+        cycle_report(rep, r > 0 ? REMOUNT_REFUSED : REMOUNT_FAILED, r > 0 ? 0 : -r, "%s",
+                     r > 0 ? reason : strerror(-r));
 }
 
-int save_stage(Cycle *c, RemountStage stage) {
+int cycle_save_stage(Cycle *c, RemountStage stage) {
         c->journal->stage = stage;
         c->rep->stage = stage;
         return remount_journal_save(c->job->journal_path, c->journal);
 }
 
-/* Whether the daemon stops: SIGTERM came, or waits while blocked (block_stop_signals()). */
-bool stop_pending(void) {
+/* Whether the daemon stops: SIGTERM came, or waits while blocked (cycle_block_stop_signals()). */
+bool cycle_stop_pending(void) {
         sigset_t pending;
 
-        if (stop_requested)
+        if (cycle_stop_requested)
                 return true;
         return sigpending(&pending) >= 0 &&
                (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT));
@@ -52,7 +52,7 @@ bool stop_pending(void) {
 
 /* From the unmount on, the cycle goes to its end: SIGTERM may not interrupt a single call
  * (sd-bus gives up a call whose poll is interrupted). */
-void block_stop_signals(void) {
+void cycle_block_stop_signals(void) {
         sigset_t mask;
 
         sigemptyset(&mask);
@@ -63,11 +63,11 @@ void block_stop_signals(void) {
 
 /* Test hook: tells the test which step the cycle reached and waits for its go (a line
  * written to PAUSE.go), or for SIGTERM. No reader on PAUSE: no pause. */
-void pause_at(Cycle *c, const char *step) {
+void cycle_pause_at(Cycle *c, const char *step) {
         _cleanup_free_ char *go = NULL;
         _cleanup_close_ int fd = -EBADF;
 
-        if (!c->job->pause_fifo || stop_pending())
+        if (!c->job->pause_fifo || cycle_stop_pending())
                 return;
         fd = open(c->job->pause_fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
@@ -80,7 +80,7 @@ void pause_at(Cycle *c, const char *step) {
         fd = open(go, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return;
-        while (!stop_pending()) {
+        while (!cycle_stop_pending()) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
                 char ch;
                 if (poll(&p, 1, 100) <= 0)
@@ -94,12 +94,12 @@ void pause_at(Cycle *c, const char *step) {
 }
 
 static void on_sigterm(int sig) {
-        stop_requested = 1;
+        cycle_stop_requested = 1;
 }
 
-/* SIGTERM (the daemon stops, or systemd stops its cgroup) sets stop_requested and interrupts
+/* SIGTERM (the daemon stops, or systemd stops its cgroup) sets cycle_stop_requested and interrupts
  * waits; SIGPIPE (the daemon died: the report pipe has no reader) is ignored. */
-void setup_signals(void) {
+void cycle_setup_signals(void) {
         struct sigaction sa = { .sa_handler = on_sigterm };
         sigset_t mask;
 

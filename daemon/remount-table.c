@@ -6,13 +6,13 @@
 #include "remount-cycle-internal.h"
 #include "util.h"
 
-void tablep(struct libmnt_table **t) {
+void remount_table_unrefp(struct libmnt_table **t) {
         mnt_unref_table(*t);
 }
 
 /* The entry of the mount table with that id (and devnum and target when target is given),
  * or NULL. */
-struct libmnt_fs *table_find(struct libmnt_table *t, int id, dev_t devnum, const char *target) {
+struct libmnt_fs *remount_table_find(struct libmnt_table *t, int id, dev_t devnum, const char *target) {
         struct libmnt_iter *iter = mnt_new_iter(MNT_ITER_FORWARD);
         struct libmnt_fs *fs, *found = NULL;
 
@@ -29,7 +29,7 @@ struct libmnt_fs *table_find(struct libmnt_table *t, int id, dev_t devnum, const
 }
 
 /* The mount visible on target (the last one mounted there), or NULL. */
-struct libmnt_fs *table_top(struct libmnt_table *t, const char *target) {
+struct libmnt_fs *remount_table_top(struct libmnt_table *t, const char *target) {
         struct libmnt_iter *iter = mnt_new_iter(MNT_ITER_BACKWARD);
         struct libmnt_fs *fs, *found = NULL;
 
@@ -44,14 +44,14 @@ struct libmnt_fs *table_top(struct libmnt_table *t, const char *target) {
         return found;
 }
 
-bool mountinfo_has(const char *path, int id, dev_t devnum, const char *target) {
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(path);
-        return t && table_find(t, id, devnum, target);
+bool remount_mountinfo_has(const char *path, int id, dev_t devnum, const char *target) {
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = mnt_new_table_from_file(path);
+        return t && remount_table_find(t, id, devnum, target);
 }
 
 /* A mount of our filesystem: its type, and its device (btrfs: the source, as the superblock
  * has an anonymous device number). */
-bool is_ours(const RemountPlan *p, struct libmnt_fs *fs) {
+bool remount_is_ours(const RemountPlan *p, struct libmnt_fs *fs) {
         struct stat st;
         const char *source = mnt_fs_get_source(fs);
 
@@ -63,14 +63,14 @@ bool is_ours(const RemountPlan *p, struct libmnt_fs *fs) {
 }
 
 /* Our filesystem mounted anywhere but on target, or NULL. */
-struct libmnt_fs *table_find_elsewhere(struct libmnt_table *t, const RemountPlan *p) {
+struct libmnt_fs *remount_table_find_elsewhere(struct libmnt_table *t, const RemountPlan *p) {
         struct libmnt_iter *iter = mnt_new_iter(MNT_ITER_FORWARD);
         struct libmnt_fs *fs, *found = NULL;
 
         if (!iter)
                 return NULL;
         while (mnt_table_next_fs(t, iter, &fs) == 0)
-                if (is_ours(p, fs) && !streq(mnt_fs_get_target(fs) ?: "", p->target)) {
+                if (remount_is_ours(p, fs) && !streq(mnt_fs_get_target(fs) ?: "", p->target)) {
                         found = fs;
                         break;
                 }

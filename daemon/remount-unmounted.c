@@ -6,12 +6,12 @@
 #include "util.h"
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
-        schedule(userdata);
+        remount_schedule(userdata);
         return 0;
 }
 
 /* Arms the retry timer for the earliest replay due. */
-void arm_retry(Remounter *r) {
+void remount_arm_retry(Remounter *r) {
         uint64_t due = UINT64_MAX;
         int k;
 
@@ -35,21 +35,21 @@ void arm_retry(Remounter *r) {
 
 /* a is left unmounted: it waits for its next replay (or for someone to mount it). why may be
  * a->reason itself. */
-void park(Remounter *r, RemountActive *a, const char *why) {
+void remount_park(Remounter *r, RemountActive *a, const char *why) {
         char *reason = strdup(why ?: "?");
 
         free(a->reason);
         a->reason = reason;
         a->replay = true;
         a->due_usec = now_usec_monotonic() + a->backoff_usec;
-        if (unmounted_add(r, a) < 0) {
+        if (remount_unmounted_add(r, a) < 0) {
                 log_oom();
                 log_error("%s is NOT MOUNTED; its journal %s stays for the next start.", a->label,
                           a->journal_path);
-                active_free(a);
+                remount_active_free(a);
                 return;
         }
-        arm_retry(r);
+        remount_arm_retry(r);
 }
 
 void remount_foreach_unmounted(const Remounter *r, remount_unmounted_f f, void *userdata) {
@@ -85,10 +85,10 @@ void remount_unmounted_json(const Remounter *r, JsonWriter *w) {
 }
 
 void remount_annotate(Remounter *r, MountTracker *t) {
-        retired_free(r, t);
+        remount_retired_free(r, t);
         for (size_t i = 0; t && i < t->n; i++) {
                 TrackedMount *m = &t->mounts[i];
-                RemountNote *n = m->pending ? note_find(r, m->target) : NULL;
+                RemountNote *n = m->pending ? remount_note_find(r, m->target) : NULL;
                 if (n && (n->sticky || n->id == m->id))
                         m->reason = n->reason;
         }
@@ -109,26 +109,26 @@ void remount_annotate(Remounter *r, MountTracker *t) {
                         i++;
                         continue;
                 }
-                unmounted_take(r, a);
+                remount_unmounted_take(r, a);
                 _cleanup_free_ char *why =
                         strdup_printf("it was mounted again by someone else, on %s", found->target);
-                conclude(r, NULL,
-                         &(Conclusion){ .item = &a->item,
-                                        .label = a->label,
-                                        .id = found->id,
-                                        .outcome = REMOUNT_NOTHING,
-                                        .why = why ?: "mounted again",
-                                        .via = "?",
-                                        .is_static = true,
-                                        .active = a });
+                remount_conclude(r, NULL,
+                                 &(Conclusion){ .item = &a->item,
+                                                .label = a->label,
+                                                .id = found->id,
+                                                .outcome = REMOUNT_NOTHING,
+                                                .why = why ?: "mounted again",
+                                                .via = "?",
+                                                .is_static = true,
+                                                .active = a });
                 log_notice("%s: mounted again by someone else on %s; forgetting its journal %s.", a->label,
                            found->target, a->journal_path);
-                finish(r, a);
+                remount_finish(r, a);
         }
 }
 
 /* The cycles an earlier run left in flight: each is replayed first thing. */
-void load_journals(Remounter *r) {
+void remount_load_journals(Remounter *r) {
         const char *runtime_dir = r->host.engine->runtime_dir;
         _cleanup_strv_free_ char **paths = NULL;
         int k = remount_journal_list(runtime_dir, &paths);
@@ -153,7 +153,7 @@ void load_journals(Remounter *r) {
                                 "Cannot read %s, the journal of an interrupted cycle: %m; the filesystem "
                                 "it describes may be left unmounted",
                                 *p);
-                        active_free(a);
+                        remount_active_free(a);
                         continue;
                 }
                 const RemountPlan *plan = &a->journal.plan;
@@ -166,12 +166,12 @@ void load_journals(Remounter *r) {
                 a->reason = strdup_printf("an interrupted cycle (at stage %s); being checked",
                                           remount_stage_to_string(a->journal.stage));
                 if (!a->journal_path || !a->item.target || !a->item.disk || !a->label || !a->options ||
-                    !a->reason || unmounted_add(r, a) < 0) {
-                        active_free(a);
+                    !a->reason || remount_unmounted_add(r, a) < 0) {
+                        remount_active_free(a);
                         return (void) log_oom();
                 }
                 /* The disk that has the name now: its replay checks that it is the journal's. */
-                k = open_flag(r, a, NULL);
+                k = remount_open_flag(r, a, NULL);
                 if (k < 0 && k != -ENOENT)
                         log_warning_errno(k, "%s: cannot open the sysfs directory of %s: %m", a->label,
                                           a->item.disk);
@@ -182,5 +182,5 @@ void load_journals(Remounter *r) {
                             a->journal.old_flag ? "on" : "off", a->journal.new_flag ? "on" : "off");
         }
         if (r->n_unmounted > 0)
-                schedule(r);
+                remount_schedule(r);
 }

@@ -13,7 +13,7 @@
 #define STATX_MNT_ID 0x1000U
 #endif
 
-void read_comm(pid_t pid, char *buf, size_t size) {
+void remount_read_comm(pid_t pid, char *buf, size_t size) {
         char path[64];
         _cleanup_fclose_ FILE *f = NULL;
 
@@ -25,7 +25,7 @@ void read_comm(pid_t pid, char *buf, size_t size) {
 }
 
 /* Calls f(pid) for every process; stops at the first non-zero return, which it returns. */
-int for_each_pid(int (*f)(pid_t pid, void *userdata), void *userdata) {
+int remount_for_each_pid(int (*f)(pid_t pid, void *userdata), void *userdata) {
         _cleanup_closedir_ DIR *d = opendir("/proc");
         struct dirent *de;
 
@@ -77,7 +77,7 @@ static int users_add_id(Users *u, int id) {
 static int scan_namespace(pid_t pid, void *userdata) {
         Users *u = userdata;
         const RemountPlan *p = u->plan;
-        _cleanup_(tablep) struct libmnt_table *t = NULL;
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = NULL;
         struct libmnt_iter *iter;
         struct libmnt_fs *fs;
         char path[64];
@@ -102,7 +102,7 @@ static int scan_namespace(pid_t pid, void *userdata) {
         t = mnt_new_table_from_file(path);
         if (!t)
                 return 0; /* gone, or a kernel thread */
-        if (table_find(t, p->id, p->devnum, p->target))
+        if (remount_table_find(t, p->id, p->devnum, p->target))
                 return 0; /* the host's namespace itself (seen through a process we cannot stat) */
         iter = mnt_new_iter(MNT_ITER_FORWARD);
         if (!iter)
@@ -120,7 +120,7 @@ static int scan_namespace(pid_t pid, void *userdata) {
                         continue;
                 }
                 char comm[64];
-                read_comm(pid, comm, sizeof comm);
+                remount_read_comm(pid, comm, sizeof comm);
                 u->reason =
                         strdup_printf("it is also mounted on %s in another mount namespace (that of PID %d "
                                       "(%s)), which an unmount here does not reach",
@@ -138,7 +138,7 @@ static int scan_namespace(pid_t pid, void *userdata) {
 static int note_user(Users *u, pid_t pid, const char *what, const char *path) {
         char comm[64];
 
-        read_comm(pid, comm, sizeof comm);
+        remount_read_comm(pid, comm, sizeof comm);
         u->reason = strdup_printf("PID %d (%s) %s%s%s", (int) pid, comm, what, path ? ": " : "", path ?: "");
         u->busy = strdup_printf("busy: a process %s (the daemon's log names it)", what);
         return u->reason && u->busy ? 1 : -ENOMEM;
@@ -219,25 +219,25 @@ static int scan_process(pid_t pid, void *userdata) {
 
 /* Step 1's checks on the live system, now that we see what the host sees. Returns 0, or 1
  * with the report filled. */
-int check_idle(Cycle *c) {
+int cycle_check_idle(Cycle *c) {
         RemountReport *rep = c->rep;
         const RemountPlan *p = c->plan;
-        _cleanup_(tablep) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
+        _cleanup_(remount_table_unrefp) struct libmnt_table *t = mnt_new_table_from_file(c->mountinfo);
         _cleanup_free_ char *reason = NULL;
         int r;
 
         if (!t) {
-                report(rep, REMOUNT_FAILED, errno, "cannot read the host's mount table: %s",
-                       strerror(errno));
+                cycle_report(rep, REMOUNT_FAILED, errno, "cannot read the host's mount table: %s",
+                             strerror(errno));
                 return 1;
         }
-        if (!table_find(t, p->id, p->devnum, p->target)) {
-                report(rep, REMOUNT_NOTHING, 0, "it is not mounted any more");
+        if (!remount_table_find(t, p->id, p->devnum, p->target)) {
+                cycle_report(rep, REMOUNT_NOTHING, 0, "it is not mounted any more");
                 return 1;
         }
         r = remount_check_table(t, p, &reason);
         if (r != 0) {
-                report_check(rep, r, reason);
+                cycle_report_check(rep, r, reason);
                 return 1;
         }
         Users u = { .plan = p };
@@ -246,13 +246,13 @@ int check_idle(Cycle *c) {
                 u.self_ns = st.st_ino; /* the host's: its table was checked above */
         r = users_add_id(&u, p->id);
         if (r >= 0)
-                r = for_each_pid(scan_namespace, &u);
+                r = remount_for_each_pid(scan_namespace, &u);
         if (r == 0 && !c->job->skip_scan)
-                r = for_each_pid(scan_process, &u);
+                r = remount_for_each_pid(scan_process, &u);
         free(u.ids);
         free(u.seen_ns);
         if (r != 0) {
-                report_check(rep, r, u.busy ?: u.reason);
+                cycle_report_check(rep, r, u.busy ?: u.reason);
                 if (r > 0 && u.busy)
                         snprintf(rep->detail, sizeof rep->detail, "busy: %s", u.reason);
                 free(u.reason);

@@ -22,7 +22,7 @@ static int find_ns_holder(pid_t pid, void *userdata) {
         if (pid == getpid())
                 return 0;
         snprintf(path, sizeof path, "/proc/%d/mountinfo", (int) pid);
-        if (!mountinfo_has(path, s->anchor, s->devnum, s->target))
+        if (!remount_mountinfo_has(path, s->anchor, s->devnum, s->target))
                 return 0;
         snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -39,7 +39,7 @@ static int enter_host_namespace(int anchor, dev_t devnum, const char *target, Re
         char comm[64];
         int r, e1;
 
-        if (mountinfo_has("/proc/self/mountinfo", anchor, devnum, target)) {
+        if (remount_mountinfo_has("/proc/self/mountinfo", anchor, devnum, target)) {
                 snprintf(rep->via, sizeof rep->via, "the daemon's own mount namespace, the host's");
                 return 0;
         }
@@ -51,16 +51,17 @@ static int enter_host_namespace(int anchor, dev_t devnum, const char *target, Re
                 /* PID 1 may be out of reach (a supervisor we may not ptrace): any process whose
                  * mount table lists this very mount id is in the same namespace. */
                 NsSearch s = { .anchor = anchor, .devnum = devnum, .target = target };
-                r = for_each_pid(find_ns_holder, &s);
+                r = remount_for_each_pid(find_ns_holder, &s);
                 if (r <= 0) {
-                        report(rep, REMOUNT_FAILED, e1,
-                               "cannot enter the host's mount namespace: /proc/1/ns/mnt: %s, and no other "
-                               "process there could be entered",
-                               strerror(e1));
+                        cycle_report(
+                                rep, REMOUNT_FAILED, e1,
+                                "cannot enter the host's mount namespace: /proc/1/ns/mnt: %s, and no other "
+                                "process there could be entered",
+                                strerror(e1));
                         return -e1;
                 }
                 fd = r - 1;
-                read_comm(s.found, comm, sizeof comm);
+                remount_read_comm(s.found, comm, sizeof comm);
                 snprintf(rep->via, sizeof rep->via,
                          "the host's mount namespace (that of PID %d (%s), as "
                          "/proc/1/ns/mnt: %s)",
@@ -68,14 +69,14 @@ static int enter_host_namespace(int anchor, dev_t devnum, const char *target, Re
         }
         if (setns(fd, CLONE_NEWNS) < 0) {
                 r = -errno;
-                report(rep, REMOUNT_FAILED, -r, "cannot enter %s: setns: %s%s", rep->via, strerror(-r),
-                       r == -EPERM ? " (the service's sandbox forbids it: install the drop-in "
-                                     "remount.conf, see stablepagesd(8), SANDBOX)"
-                                   : "");
+                cycle_report(rep, REMOUNT_FAILED, -r, "cannot enter %s: setns: %s%s", rep->via, strerror(-r),
+                             r == -EPERM ? " (the service's sandbox forbids it: install the drop-in "
+                                           "remount.conf, see stablepagesd(8), SANDBOX)"
+                                         : "");
                 return r;
         }
-        if (!mountinfo_has("/proc/self/mountinfo", anchor, devnum, target)) {
-                report(rep, REMOUNT_FAILED, ENXIO, "entered %s but the mount is not there", rep->via);
+        if (!remount_mountinfo_has("/proc/self/mountinfo", anchor, devnum, target)) {
+                cycle_report(rep, REMOUNT_FAILED, ENXIO, "entered %s but the mount is not there", rep->via);
                 return -ENXIO;
         }
         return 0;
@@ -83,7 +84,7 @@ static int enter_host_namespace(int anchor, dev_t devnum, const char *target, Re
 
 /* Step 1: who does it. systemd whenever it is there; else this process, in the host's mount
  * namespace. Returns 0, or -errno with the report filled. */
-int choose_way(Cycle *c, bool replay) {
+int cycle_choose_way(Cycle *c, bool replay) {
         RemountReport *rep = c->rep;
         RemountPlan *p = c->plan;
         _cleanup_free_ char *why = NULL, *unit = NULL;
@@ -100,8 +101,8 @@ int choose_way(Cycle *c, bool replay) {
                         r = r == 0 ? 1 : r > 0 ? 0 : r;
                 }
                 if (r <= 0) {
-                        report(rep, r < 0 ? REMOUNT_FAILED : REMOUNT_REFUSED, r < 0 ? -r : 0, "%s",
-                               r < 0 ? strerror(-r) : why);
+                        cycle_report(rep, r < 0 ? REMOUNT_FAILED : REMOUNT_REFUSED, r < 0 ? -r : 0, "%s",
+                                     r < 0 ? strerror(-r) : why);
                         return r < 0 ? r : -ENOENT;
                 }
                 free(c->journal->unit);

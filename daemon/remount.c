@@ -21,7 +21,7 @@ static void complete_request(Remounter *r, RemountRequest *q) {
                 *p = q->next;
         if (q->done)
                 q->done(q->results, q->n_results, q->userdata);
-        request_free(q);
+        remount_request_free(q);
 }
 
 /* --- the queue ------------------------------------------------------------------------------ */
@@ -34,24 +34,24 @@ static bool start_replay(Remounter *r) {
                 RemountActive *a = r->unmounted[i];
                 if (a->give_up || a->due_usec > now)
                         continue;
-                unmounted_take(r, a);
-                reload_journal(a); /* a cycle of an earlier daemon may have gone on meanwhile */
+                remount_unmounted_take(r, a);
+                remount_reload_journal(a); /* a cycle of an earlier daemon may have gone on meanwhile */
                 r->running = a;
-                int k = spawn(r, a);
+                int k = remount_spawn(r, a);
                 if (k < 0) {
                         r->running = NULL;
                         _cleanup_free_ char *why =
                                 strdup_printf("its replay cannot start: %s", strerror(-k));
                         log_error_errno(k, "%s is NOT MOUNTED and its replay cannot start: %m", a->label);
                         a->backoff_usec = MIN(a->backoff_usec * 2, REMOUNT_RETRY_MAX_USEC);
-                        park(r, a, why ?: a->reason);
+                        remount_park(r, a, why ?: a->reason);
                         return false;
                 }
                 if (!a->io)
-                        follow(r, a); /* could not watch it: waited here */
+                        remount_follow(r, a); /* could not watch it: waited here */
                 return true;
         }
-        arm_retry(r);
+        remount_arm_retry(r);
         return false;
 }
 
@@ -70,16 +70,16 @@ static void process(Remounter *r) {
                         continue;
                 }
                 const RemountItem *it = &q->items[q->pos++];
-                int k = start_item(r, q, it);
+                int k = remount_start_item(r, q, it);
                 if (k < 0)
-                        conclude(r, q,
-                                 &(Conclusion){ .item = it,
-                                                .id = it->id,
-                                                .outcome = REMOUNT_FAILED,
-                                                .why = strerror(-k),
-                                                .pending = true });
+                        remount_conclude(r, q,
+                                         &(Conclusion){ .item = it,
+                                                        .id = it->id,
+                                                        .outcome = REMOUNT_FAILED,
+                                                        .why = strerror(-k),
+                                                        .pending = true });
                 if (k > 0 && r->running && !r->running->io)
-                        follow(r, r->running); /* could not watch it: wait here */
+                        remount_follow(r, r->running); /* could not watch it: wait here */
         }
 }
 
@@ -93,7 +93,7 @@ static int enqueue(Remounter *r, RemountRequest *q) {
         while (*p)
                 p = &(*p)->next;
         *p = q;
-        schedule(r);
+        remount_schedule(r);
         return 0;
 }
 
@@ -105,7 +105,7 @@ static int add_item(RemountRequest *q, const TrackedMount *t) {
         items[q->n_items] =
                 (RemountItem){ .id = t->id, .target = strdup(t->target), .disk = strdup(t->disk) };
         if (!items[q->n_items].target || !items[q->n_items].disk) {
-                item_done(&items[q->n_items]);
+                remount_item_done(&items[q->n_items]);
                 return -ENOMEM;
         }
         q->n_items++;
@@ -122,7 +122,7 @@ int remount_request(Remounter *r, const RemountDisk *disk, remount_done_t done, 
         for (size_t i = 0; mounts && i < mounts->n; i++) {
                 const TrackedMount *t = &mounts->mounts[i];
                 if (t->disk && streq(t->disk, disk->name) && add_item(q, t) < 0) {
-                        request_free(q);
+                        remount_request_free(q);
                         return -ENOMEM;
                 }
         }
@@ -144,11 +144,11 @@ void remount_auto(Remounter *r) {
                 const RemountNote *n;
                 RemountDisk d;
 
-                if (!t->pending || !t->disk || t->read_only || holder_of(r, t->disk))
+                if (!t->pending || !t->disk || t->read_only || remount_holder_of(r, t->disk))
                         continue;
                 if (r->host.find_disk(r->host.userdata, t->disk, &d) < 0 || !d.managed)
                         continue;
-                n = note_find(r, t->target);
+                n = remount_note_find(r, t->target);
                 if (n && (n->sticky || (n->id == t->id && now < n->until_usec)))
                         continue;
                 if (!q) {
@@ -157,7 +157,7 @@ void remount_auto(Remounter *r) {
                                 return (void) log_oom();
                 }
                 if (add_item(q, t) < 0) {
-                        request_free(q);
+                        remount_request_free(q);
                         return (void) log_oom();
                 }
         }
@@ -166,7 +166,7 @@ void remount_auto(Remounter *r) {
 }
 
 bool remount_holds(const Remounter *r, const char *disk) {
-        return r && holder_of(r, disk);
+        return r && remount_holder_of(r, disk);
 }
 
 /* --- life cycle ---------------------------------------------------------------------------- */
@@ -215,7 +215,7 @@ int remount_new(const RemountHost *host, Remounter **ret) {
                         "reader has it open.",
                         pause);
         }
-        load_journals(r);
+        remount_load_journals(r);
         *ret = r;
         return 0;
 }
@@ -233,7 +233,7 @@ static void wait_running(Remounter *r) {
                        (p.revents == 0 && errno == EINTR))
                         (void) sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%llu",
                                           (unsigned long long) STOP_EXTEND_USEC);
-                follow(r, a);
+                remount_follow(r, a);
         }
 }
 
@@ -247,7 +247,7 @@ Remounter *remount_free(Remounter *r) {
                           "journal %s (source %s, type %s, options %s)",
                           a->label, a->reason ?: "?", a->journal_path, a->journal.plan.source,
                           a->journal.plan.fstype, a->options);
-                active_free(a);
+                remount_active_free(a);
         }
         free(r->unmounted);
         /* Requesters hear what was done (the rest of their filesystems are not cycled). */
@@ -259,7 +259,7 @@ Remounter *remount_free(Remounter *r) {
                 free(r->notes[i].reason);
         }
         free(r->notes);
-        retired_free(r, NULL);
+        remount_retired_free(r, NULL);
         free(r->test_pause);
         sd_event_source_disable_unref(r->defer);
         sd_event_source_disable_unref(r->retry);
