@@ -9,10 +9,6 @@
 #include "remount-cycle-internal.h"
 #include "util.h"
 
-#ifndef STATX_MNT_ID
-#define STATX_MNT_ID 0x1000U
-#endif
-
 void remount_read_comm(pid_t pid, char *buf, size_t size) {
         char path[64];
         _cleanup_fclose_ FILE *f = NULL;
