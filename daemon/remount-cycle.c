@@ -31,9 +31,8 @@ static int cycle_prepare(Cycle *c) {
         struct libmnt_fs *parent = t ? remount_table_find(t, p->parent_id, 0, NULL) : NULL;
         if (!parent || mnt_fs_get_devno(parent) != c->pin.parent_dev) {
                 cycle_report(rep, REMOUNT_REFUSED, 0,
-                             "the directory the daemon finds above %s is not on the filesystem the system "
-                             "mounted "
-                             "there (mount %d)",
+                             "the directory the daemon finds above %s is not on the filesystem the "
+                             "system mounted there (mount %d)",
                              p->target, p->parent_id);
                 return 1;
         }

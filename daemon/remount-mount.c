@@ -271,8 +271,7 @@ int cycle_check_identity(Cycle *c) {
                 if (r == 0)
                         return cycle_report(c->rep, REMOUNT_UNMOUNTED, ENODATA,
                                             "the udev database has no filesystem UUID for %s now: not "
-                                            "mounting it "
-                                            "before it can be told from another filesystem",
+                                            "mounting it before it can be told from another filesystem",
                                             p->source),
                                1;
                 if (!streq(uuid, j->fs_uuid))

@@ -20,13 +20,11 @@ static void replay_prepared(Cycle *c) {
                 rep->effective = c->journal->old_flag;
                 cycle_report(rep, REMOUNT_FAILED, 0,
                              "the cycle was interrupted (at stage prepared) before the unmount: it is "
-                             "mounted as "
-                             "before");
+                             "mounted as before");
         } else
                 cycle_report(rep, REMOUNT_NOTHING, 0,
-                             "it is not mounted, but the interrupted cycle had not unmounted it (someone "
-                             "else "
-                             "did, or it was never mounted there); not mounting it");
+                             "it is not mounted, but the interrupted cycle had not unmounted it "
+                             "(someone else did, or it was never mounted there); not mounting it");
 }
 
 /* The replay found fs, the filesystem of the journal, mounted on its mount point: never
@@ -55,8 +53,7 @@ static void replay_found_mounted(Cycle *c, struct libmnt_fs *fs) {
         } else if (same_sb)
                 cycle_report(rep, REMOUNT_FAILED, 0,
                              "the cycle was interrupted (at stage %s) before the unmount: it is mounted "
-                             "as "
-                             "before",
+                             "as before",
                              remount_stage_to_string(j->stage));
         else
                 cycle_report(rep, rep->effective == j->new_flag ? REMOUNT_DONE : REMOUNT_RESTORED, 0,

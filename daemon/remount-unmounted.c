@@ -176,8 +176,7 @@ void remount_load_journals(Remounter *r) {
                         log_warning_errno(k, "%s: cannot open the sysfs directory of %s: %m", a->label,
                                           a->item.disk);
                 log_warning("%s: found the journal of an interrupted cycle (at stage %s, stable writes %s "
-                            "-> %s); "
-                            "checking it first.",
+                            "-> %s); checking it first.",
                             a->label, remount_stage_to_string(a->journal.stage),
                             a->journal.old_flag ? "on" : "off", a->journal.new_flag ? "on" : "off");
         }
