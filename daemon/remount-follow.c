@@ -181,43 +181,44 @@ static char *report_why(Remounter *r, RemountActive *a, const RemountReport *rep
         return strdup(rep->message);
 }
 
-static void handle_report(Remounter *r, RemountActive *a, const RemountReport *rep) {
-        uint64_t duration = now_usec_monotonic() - a->start_usec;
-        RemountOutcome outcome = rep->outcome;
-        _cleanup_free_ char *why = NULL;
-        int id = rep->new_id ?: a->journal.plan.id;
+/* A replay found the journal locked: the cycle of an earlier daemon still runs on it. Nothing
+ * was looked at: it is checked again after REMOUNT_RETRY_MIN_USEC. */
+static void recheck_locked(Remounter *r, RemountActive *a, const RemountReport *rep) {
+        log_notice("%s: %s; checking again in %llu s.", a->label, rep->message,
+                   (unsigned long long) (REMOUNT_RETRY_MIN_USEC / USEC_PER_SEC));
+        a->backoff_usec = REMOUNT_RETRY_MIN_USEC;
+        remount_park(r, a, rep->message);
+        remount_schedule(r);
+}
 
-        r->running = NULL;
-        if (a->replay && outcome == REMOUNT_UNMOUNTED && rep->error == EWOULDBLOCK) {
-                /* Not looked at: the cycle of an earlier daemon still runs (it holds the lock). */
-                log_notice("%s: %s; checking again in %llu s.", a->label, rep->message,
-                           (unsigned long long) (REMOUNT_RETRY_MIN_USEC / USEC_PER_SEC));
-                a->backoff_usec = REMOUNT_RETRY_MIN_USEC;
-                remount_park(r, a, rep->message);
-                remount_schedule(r);
-                return;
-        }
+/* What the child did, whatever the outcome: the mount attempts the test hook counts, and the
+ * flag it wrote (the host takes it as the cycle's, not somebody else's change). */
+static void take_changes(Remounter *r, RemountActive *a, const RemountReport *rep) {
         a->checked = true;
         r->test_fail_mounts -= MIN(r->test_fail_mounts, rep->mount_attempts);
         if (rep->flag_written >= 0)
                 r->host.flag_written(r->host.userdata, a->item.disk, rep->flag_written);
-        if (rep->stale) {
-                refuse_stale(r, a, rep, duration);
-                return;
-        }
+}
+
+/* The journal as the child left it, and the new mount to the host: observed anew, even with
+ * the same id, with the state the cycle knows it mounted it with. */
+static void take_mount(Remounter *r, RemountActive *a, const RemountReport *rep) {
         remount_reload_journal(a);
         if (rep->new_id > 0)
-                /* A new mount: observed anew, even with the same id, with the state the cycle
-                 * knows it mounted it with. */
                 r->host.mounted(r->host.userdata, a->journal.plan.id, rep->new_id, a->journal.plan.target,
                                 rep->effective);
+}
 
-        why = report_why(r, a, rep, &outcome);
+/* Concludes the report (the requester is told now; later replays are only signalled), then
+ * parks a filesystem left unmounted for its replay, or lets the cycle go. */
+static void conclude_report(Remounter *r, RemountActive *a, const RemountReport *rep, uint64_t duration) {
+        RemountOutcome outcome = rep->outcome;
+        int id = rep->new_id ?: a->journal.plan.id;
+        _cleanup_free_ char *why = report_why(r, a, rep, &outcome);
+
         if (!why)
                 (void) log_oom();
-
-        RemountRequest *q = TAKE_PTR(a->request); /* told now; later replays are only signalled */
-        remount_conclude(r, q,
+        remount_conclude(r, TAKE_PTR(a->request),
                          &(Conclusion){ .item = &a->item,
                                         .label = a->label,
                                         .id = id,
@@ -228,10 +229,29 @@ static void handle_report(Remounter *r, RemountActive *a, const RemountReport *r
                                         .duration_usec = duration,
                                         .pending = true,
                                         .active = a });
-        if (outcome == REMOUNT_UNMOUNTED) {
+        if (outcome == REMOUNT_UNMOUNTED)
                 remount_park(r, a, why ?: rep->message);
-        } else
+        else
                 remount_finish(r, a);
+}
+
+/* The child's report: a replay locked out is checked again; a disk or filesystem that is
+ * another one now is refused; else the outcome is concluded, and the new state published. */
+static void handle_report(Remounter *r, RemountActive *a, const RemountReport *rep) {
+        uint64_t duration = now_usec_monotonic() - a->start_usec;
+
+        r->running = NULL;
+        if (a->replay && rep->outcome == REMOUNT_UNMOUNTED && rep->error == EWOULDBLOCK) {
+                recheck_locked(r, a, rep);
+                return;
+        }
+        take_changes(r, a, rep);
+        if (rep->stale) {
+                refuse_stale(r, a, rep, duration);
+                return;
+        }
+        take_mount(r, a, rep);
+        conclude_report(r, a, rep, duration);
         /* Publish the new state (and let the host write the flag again if it wants). */
         r->host.reconcile(r->host.userdata);
         remount_schedule(r);
