@@ -307,6 +307,100 @@ static int set_mount_flag(Cycle *c, int want, int *ret_flag, char **ret_kept) {
         return 0;
 }
 
+/* Step 6's place: the pinned mount point must still be free and the same (without systemd, an
+ * O_PATH descriptor of it in *ret_mp_fd). Returns 0, or 1 with the report filled: mounted again
+ * by someone else meanwhile, or a changed path or something mounted on it (not retried). so_far
+ * (what happened before) starts the report's message. */
+static int check_place(Cycle *c, const char *so_far, int *ret_mp_fd) {
+        RemountReport *rep = c->rep;
+        _cleanup_free_ char *reason = NULL;
+        bool changed;
+        int r;
+
+        r = remount_pin_check_free(&c->pin, c->plan->target, c->bus ? NULL : ret_mp_fd, &changed, &reason);
+        if (r < 0) {
+                cycle_report(rep, REMOUNT_UNMOUNTED, -r, "%s%scannot check its mount point: %s", so_far,
+                             *so_far ? "; " : "", strerror(-r));
+                return 1;
+        }
+        if (r > 0 && !changed && mounted_again(c)) {
+                cycle_report(rep, REMOUNT_DIFFERENT, 0, "%s%sit was mounted again by someone else meanwhile",
+                             so_far, *so_far ? "; " : "");
+                return 1;
+        }
+        if (r > 0) {
+                /* Nothing is mounted through a changed path, nothing on top of another mount. */
+                rep->give_up = true;
+                cycle_report(rep, REMOUNT_UNMOUNTED, changed ? ENOTDIR : EEXIST,
+                             "%s%snot mounting it again: %s; not retrying", so_far, *so_far ? "; " : "",
+                             reason);
+                return 1;
+        }
+        return 0;
+}
+
+/* Step 7: one mount with the disk's flag at flag, the state the stage says (the old one when
+ * with_old), then verified; the stage saved before and after. Returns 0 with the report filled
+ * (mounted: done, restored, or different), or -errno with what failed in *ret_why. */
+static int mount_with(Cycle *c, int mp_fd, int flag, bool with_old, const char *so_far, char **ret_why) {
+        RemountReport *rep = c->rep;
+        char diff[512];
+        int r, id;
+
+        (void) cycle_save_stage(c, with_old ? REMOUNT_STAGE_MOUNTING_OLD : REMOUNT_STAGE_MOUNTING_NEW);
+        r = mount_once(c, mp_fd, ret_why);
+        if (r >= 0) {
+                rep->mounted = true;
+                r = verify_mount(c, &id, diff, sizeof diff);
+                rep->new_id = id;
+        }
+        if (r < 0) {
+                if (!*ret_why)
+                        *ret_why = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
+                return r;
+        }
+        (void) cycle_save_stage(c, with_old ? REMOUNT_STAGE_MOUNTED_OLD : REMOUNT_STAGE_MOUNTED);
+        rep->effective = flag;
+        if (r > 0)
+                cycle_report(rep, REMOUNT_DIFFERENT, 0, "%s%smounted it again (stable writes %s), but %s",
+                             so_far, *so_far ? "; " : "", flag ? "on" : "off", diff);
+        else if (with_old)
+                cycle_report(rep, REMOUNT_RESTORED, 0, "%s; mounted it again with the old state", so_far);
+        else if (*so_far)
+                cycle_report(rep, REMOUNT_DONE, 0, "%s; mounted it again with the new state", so_far);
+        else
+                cycle_report(rep, REMOUNT_DONE, 0, "unmounted and mounted it again");
+        return 0;
+}
+
+/* Step 8, the mount with the new state failed: the old flag written for the next attempt, with
+ * the old state. Where the interlock refuses it (it would turn stable writes off on a disk that
+ * needs them: the flag never makes a mount fail, so this fallback buys nothing there), the next
+ * attempt is the new state once more, and the last (*last, and why in *kept). Returns 0 (attempt
+ * again), or 1 with the report filled. */
+static int fall_back(Cycle *c, bool *last, char **kept) {
+        RemountJournal *j = c->journal;
+        _cleanup_free_ char *refused = NULL;
+        int flag;
+
+        if (set_mount_flag(c, j->old_flag, &flag, &refused) != 0)
+                return 1;
+        if (flag != j->old_flag) {
+                *last = true;
+                free(*kept);
+                *kept = strdup_printf("not falling back to the old state: %s", refused);
+                if (!*kept) {
+                        cycle_report(c->rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
+                        return 1;
+                }
+                return 0;
+        }
+        if (cycle_save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
+                j->stage = REMOUNT_STAGE_MOUNTING_OLD; /* the mount with the old state goes on */
+        cycle_pause_at(c, "before-mount-old");
+        return 0;
+}
+
 /* Steps 6 to 8: mounts the filesystem back onto the pinned place, first with the state of
  * the journal's stage (the new one, unless it already fell back), then with the old one, or,
  * where the interlock refuses the old flag, with the new one once more. Before each attempt
@@ -318,37 +412,19 @@ void cycle_mount_back(Cycle *c, const char *before) {
         RemountJournal *j = c->journal;
         _cleanup_free_ char *first_failure = NULL, *kept = NULL;
         bool last = false; /* the last attempt: a failure leaves it unmounted */
-        char diff[512];
-        int r, id;
+        int r;
 
         for (;;) {
                 _cleanup_close_ int mp_fd = -EBADF;
-                _cleanup_free_ char *reason = NULL, *why = NULL, *kept_now = NULL,
+                _cleanup_free_ char *why = NULL, *kept_now = NULL,
                                     *so_far = join3(before, first_failure, kept);
-                bool fell_back = remount_journal_fell_back(j), changed, with_old;
+                bool fell_back = remount_journal_fell_back(j), with_old;
                 int want = remount_journal_mount_flag(j), flag;
 
                 if (!so_far)
                         return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
-                r = remount_pin_check_free(&c->pin, c->plan->target, c->bus ? NULL : &mp_fd, &changed,
-                                           &reason);
-                if (r < 0)
-                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, -r,
-                                                   "%s%scannot check its mount point: %s", so_far,
-                                                   *so_far ? "; " : "", strerror(-r));
-                if (r > 0 && !changed && mounted_again(c)) {
-                        cycle_report(rep, REMOUNT_DIFFERENT, 0,
-                                     "%s%sit was mounted again by someone else meanwhile", so_far,
-                                     *so_far ? "; " : "");
+                if (check_place(c, so_far, &mp_fd) != 0)
                         return;
-                }
-                if (r > 0) {
-                        /* Nothing is mounted through a changed path, nothing on top of another mount. */
-                        rep->give_up = true;
-                        return (void) cycle_report(rep, REMOUNT_UNMOUNTED, changed ? ENOTDIR : EEXIST,
-                                                   "%s%snot mounting it again: %s; not retrying", so_far,
-                                                   *so_far ? "; " : "", reason);
-                }
                 if (cycle_check_identity(c) != 0 || set_mount_flag(c, want, &flag, &kept_now) != 0)
                         return;
                 if (kept_now) {
@@ -361,34 +437,9 @@ void cycle_mount_back(Cycle *c, const char *before) {
                 /* The stage says the state the flag gives the mount: the old one, or the new one
                  * (also at a fallback whose old flag the interlock refused). */
                 with_old = j->old_flag != j->new_flag ? flag == j->old_flag : fell_back;
-                (void) cycle_save_stage(c,
-                                        with_old ? REMOUNT_STAGE_MOUNTING_OLD : REMOUNT_STAGE_MOUNTING_NEW);
-                r = mount_once(c, mp_fd, &why);
-                if (r >= 0) {
-                        rep->mounted = true;
-                        r = verify_mount(c, &id, diff, sizeof diff);
-                        rep->new_id = id;
-                }
-                if (r >= 0) {
-                        (void) cycle_save_stage(c, with_old ? REMOUNT_STAGE_MOUNTED_OLD
-                                                            : REMOUNT_STAGE_MOUNTED);
-                        rep->effective = flag;
-                        if (r > 0)
-                                cycle_report(rep, REMOUNT_DIFFERENT, 0,
-                                             "%s%smounted it again (stable writes %s), but %s", so_far,
-                                             *so_far ? "; " : "", flag ? "on" : "off", diff);
-                        else if (with_old)
-                                cycle_report(rep, REMOUNT_RESTORED, 0,
-                                             "%s; mounted it again with the old state", so_far);
-                        else if (*so_far)
-                                cycle_report(rep, REMOUNT_DONE, 0, "%s; mounted it again with the new state",
-                                             so_far);
-                        else
-                                cycle_report(rep, REMOUNT_DONE, 0, "unmounted and mounted it again");
+                r = mount_with(c, mp_fd, flag, with_old, so_far, &why);
+                if (r >= 0)
                         return;
-                }
-                if (!why)
-                        why = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
                 if (with_old || last)
                         return (void) cycle_report(rep, REMOUNT_UNMOUNTED, -r,
                                                    "%s; mounting it with the %s state failed too: %s",
@@ -398,22 +449,8 @@ void cycle_mount_back(Cycle *c, const char *before) {
                 if (!first_failure)
                         return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
                 rep->error = -r;
-                /* 8. The old state, unless the interlock keeps stable writes on: then the new one
-                 * once more (never the old 0 on a disk that needs stable writes). */
-                _cleanup_free_ char *refused = NULL;
-                if (set_mount_flag(c, j->old_flag, &flag, &refused) != 0)
+                if (fall_back(c, &last, &kept) != 0)
                         return;
-                if (flag != j->old_flag) {
-                        last = true;
-                        free(kept);
-                        kept = strdup_printf("not falling back to the old state: %s", refused);
-                        if (!kept)
-                                return (void) cycle_report(rep, REMOUNT_UNMOUNTED, ENOMEM, "out of memory");
-                        continue;
-                }
-                if (cycle_save_stage(c, REMOUNT_STAGE_MOUNTING_OLD) < 0)
-                        j->stage = REMOUNT_STAGE_MOUNTING_OLD; /* the mount with the old state goes on */
-                cycle_pause_at(c, "before-mount-old");
         }
 }
 
