@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The unmount + mount cycle itself, run in a child process forked by the daemon (remount.c),
+/* The unmount + mount cycle itself, run in a child process forked by the daemon (remount-follow.c),
  * so that the daemon's event loop never blocks on an unmount that flushes data. Who unmounts
  * and mounts again:
  *

@@ -6,10 +6,6 @@
 #include "remount-pin.h"
 #include "util.h"
 
-#ifndef STATX_MNT_ID
-#define STATX_MNT_ID 0x1000U
-#endif
-
 void remount_pin_done(RemountPin *p) {
         if (p->parent_fd >= 0)
                 close(p->parent_fd);

@@ -21,7 +21,14 @@
  * own (a service's private namespace is a copy of the host's, with the same directories). */
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+
+/* statx(2)'s mount id (Linux 5.8), for C libraries that lack the name: the pin and the cycle's
+ * process scan (remount-users.c) compare mounts by it. */
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x1000U
+#endif
 
 typedef struct RemountPin {
         int parent_fd;    /* O_PATH of the mount point's parent directory */

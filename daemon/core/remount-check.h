@@ -5,7 +5,7 @@
  * (mountinfo, parsed by libmount), the configuration, /proc/swaps, loop backing files. No
  * system calls beyond reading what libmount is given, so they are unit-tested on captured
  * tables (tests/unit/test-remount.c). The checks that need the live system (which process
- * uses the filesystem, other mount namespaces) are in remount-cycle.c.
+ * uses the filesystem, other mount namespaces) are in remount-users.c.
  *
  * Each check returns 0 when it finds nothing against the cycle, 1 with a sentence in
  * *ret_reason (owned by the caller) when the filesystem must stay mounted, or -ENOMEM. */
