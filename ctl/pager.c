@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The pager of long output (pager.h): a child that runs $SYSTEMD_PAGER, $PAGER or less on our
+ * standard output, and the wait for it to end. */
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The textual polkit agent (polkit-agent.h): pkttyagent started for this process, waited for
+ * until it registers, and stopped. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* stablepagesctl's entry point: its options, the verb table that dispatches to the ctl-*.c files,
+ * and the JSON and pager setup the verbs share. */
 #include <getopt.h>
 
 #include "config-build.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A text table whose columns are padded to their widest cell (table.h). */
 #include "table.h"
 #include "util.h"
 

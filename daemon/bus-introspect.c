@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Introspection XML written from the sd-bus vtables (bus-introspect.h). */
 #include <string.h>
 
 #include "bus-api.h"

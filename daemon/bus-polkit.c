@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Authorization of the mutating D-Bus calls through polkit (bus-polkit.h): each caller's checks
+ * in turn, bounded per user and in all, answered when polkit replies. */
 #include <inttypes.h>
 
 #include "bus-api.h"

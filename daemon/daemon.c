@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The daemon verb: the Manager and its D-Bus service, started, run until SIGTERM or the loss
+ * of the bus, and the exit code that tells systemd which. */
 #include "bus.h"
 #include "log.h"
 #include "manager.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* stablepagesd's entry point: its options and the table of its verbs (verbs.h); without a verb,
+ * the daemon (daemon.c). */
 #include <getopt.h>
 
 #include "bus.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* MetricsFile=: the Prometheus text of every disk, written on the Manager's metrics timer
+ * (manager-stalls.h). */
 #include "log.h"
 #include "manager-stalls.h"
 #include "metrics.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Manager's stall figures (manager-stalls.h): the probe polled on a timer, its counts kept in
+ * each disk's window, and the adaptive policy run on every disk at each poll. */
 #include <inttypes.h>
 
 #include "learned.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The Manager (manager.h): its snapshots of the disks, the one path of every change (scan,
+ * apply, reconcile), reload, and its life from manager_new() to manager_free(). */
 #include <malloc.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>

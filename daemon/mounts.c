@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Mounted filesystems and the stable-writes state each one runs with (mounts.h): the mount
+ * table followed, each mount's effective state noted and kept across restarts. */
 #include <fcntl.h>
 #include <libmount/libmount.h>
 #include <sys/stat.h>

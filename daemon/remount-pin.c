@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The place of a mount point, pinned before the unmount so that the mount goes back there and
+ * nowhere else (remount-pin.h). */
 #include <fcntl.h>
 #include <sys/stat.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The cycle through systemd (remount-systemd.h): the mount unit found and checked, what its stop
+ * would touch, and the stop and start (or transient start) of the unit. */
 #include <sys/stat.h>
 #include <time.h>
 

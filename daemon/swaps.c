@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Active swap areas and the state each took at swapon (swaps.h): /proc/swaps followed, and the
+ * areas refreshed against the engine's disks and the mounts. */
 #include <fcntl.h>
 
 #include "consumers.h"

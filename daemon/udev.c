@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Block device uevents as an sd-event io source (udev.h). */
 #include <libudev.h>
 
 #include "log.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one-shot verbs of stablepagesd (verbs.h): apply (the udev rule's applier), restore, dump and
+ * udev-facts, each on the core engine without the Manager. */
 #include <assert.h>
 #include <inttypes.h>
 #include <sys/stat.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Which configuration is in force (config-in-force.h): the daemon's lock on the runtime dir, the
+ * copy it saves there, and the one rule that picks the files or, when they have errors, that copy. */
 #include <fcntl.h>
 
 #include "config-in-force.h"

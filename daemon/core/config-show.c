@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* show-config: the configuration in force with the source of each key, as text or JSON
+ * (config-show.h). */
 #include "config-show.h"
 #include "util.h"
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A device-mapper table reduced to what decides stable writes (dm-table.h): read from the kernel
+ * (DM_TABLE_STATUS) or from `dmsetup table` lines, and carried as udev properties. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <linux/dm-ioctl.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* What a persistent override is bound to (identity.h): the most stable identity of a disk, and
+ * the drop-in of stablepagesctl set that names it. */
 #include <ctype.h>
 #include <inttypes.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The decisions the adaptive policy learned, by disk, and their file under the state dir
+ * (learned.h). */
 #include <inttypes.h>
 #include <stdio.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The device holding a loop device's backing file (loop-backing.h), found without ever waiting
+ * on the file's filesystem. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/loop.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The risk side of a mirror without stable writes (mirror.h): the md levels that mirror, the
+ * risk of O_DIRECT writes, and the verdict of a finished check. Pure. */
 #include <inttypes.h>
 
 #include "mirror.h"

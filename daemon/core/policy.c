@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The policy (policy.h): need, mode, overrides and stall verdict to the desired state; the
+ * adaptive step from a window of waits; the cost of each state in words. Pure. */
 #include <inttypes.h>
 #include <stdio.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The safety checks of the unmount + mount cycle that need only text: the plan read from the
+ * mount table, the refusals, and the options to mount with again (remount-check.h). */
 #include <ctype.h>
 #include <sys/mount.h>
 #include <sys/stat.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The journal of the unmount + mount cycles in flight (remount-journal.h): its format, and its
+ * files under RUNTIME_DIR/cycles/, saved, listed, locked, set aside and removed. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sys/file.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The effective-state records of mounted filesystems under the runtime dir (state.h): their
+ * format, loaded and saved atomically. */
 #include <inttypes.h>
 #include <sys/stat.h>
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Reads of sysfs attributes under a root directory (sysfs.h). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>

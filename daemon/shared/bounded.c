@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A call that can hang in the kernel, made in a child process and waited for a bounded time
+ * (bounded.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one mapping from a verb's result to the process exit code (exit-code.h). */
 #include <errno.h>
 
 #include "exit-code.h"

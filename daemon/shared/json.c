@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A small streaming JSON writer (json.h). */
 #include <inttypes.h>
 
 #include "json.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Logging (log.h): to the journal with structured fields or to standard error (the target set,
+ * or found from how the process was started), up to the maximum level set. */
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/stat.h>

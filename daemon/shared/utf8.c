@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Strings made valid UTF-8 for D-Bus and JSON where they leave the daemon (utf8.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

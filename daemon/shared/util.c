@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Generic helpers (util.h): string lists, strings, parsing, atomic file writes and reads,
+ * clocks. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <libgen.h>

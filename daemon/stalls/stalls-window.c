@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The stall figures of one disk's last StallWindowSec=, from the probe's growing counters
+ * (stalls-window.h). Pure. */
 #include <stdlib.h>
 #include <string.h>
 
