@@ -161,9 +161,9 @@ static char *verifier_last_line(const char *log) {
 }
 
 /* Starts one mode (fentry_start() or tp_start()) into p; when that fails, says why in
- * *ret_error: the step, the error and, for a rejected program, the verifier's last line, from a
+ * *ret_reason: the step, the error and, for a rejected program, the verifier's last line, from a
  * second load with the verifier's log (only then: logging costs). */
-static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error) {
+static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_reason) {
         _cleanup_free_ char *log = NULL, *line = NULL;
         bool loaded, loaded_again;
         int r;
@@ -182,11 +182,11 @@ static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error)
                 stalls_tp_bpf__destroy(t);
                 line = verifier_last_line(log);
         }
-        *ret_error = strdup_printf("%s: %s%s%s",
-                                   !loaded  ? "loading the BPF programs"
-                                   : fentry ? "attaching to the wait functions"
-                                            : "attaching to the tracepoints",
-                                   strerror(-r), line ? ": verifier: " : "", line ?: "");
+        *ret_reason = strdup_printf("%s: %s%s%s",
+                                    !loaded  ? "loading the BPF programs"
+                                    : fentry ? "attaching to the wait functions"
+                                             : "attaching to the tracepoints",
+                                    strerror(-r), line ? ": verifier: " : "", line ?: "");
         return r;
 }
 
@@ -249,23 +249,23 @@ static const char *bpf_attach_extras(StallBpf *p) {
                                       "(no tracepoint iomap:iomap_dio_rw_begin)");
 }
 
-static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
+static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
         _cleanup_free_ char *folio = NULL, *fentry_error = NULL;
         bool classify, fentry = false;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
                 r = -errno;
-                *ret_error = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
+                *ret_reason = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
                 return r;
         }
         folio = strdup_printf("%s/events/writeback/folio_wait_writeback", tracefs);
         if (!folio)
                 return -ENOMEM;
         if (access(folio, F_OK) < 0) {
-                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback in %s/events (a "
-                                           "kernel before 5.16)",
-                                           tracefs);
+                *ret_reason = strdup_printf("no tracepoint writeback:folio_wait_writeback in %s/events (a "
+                                            "kernel before 5.16)",
+                                            tracefs);
                 return -ENOENT;
         }
 
@@ -284,7 +284,7 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 fentry = true;
         if (!fentry) {
                 log_debug("Stall probe: fentry/fexit unavailable: %s", fentry_error ?: "out of memory");
-                r = start_mode(p, false, classify, ret_error);
+                r = start_mode(p, false, classify, ret_reason);
                 if (r < 0)
                         return r;
         }
@@ -296,7 +296,7 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
 
         r = libbpf_num_possible_cpus();
         if (r <= 0) {
-                *ret_error = strdup_printf("cannot count the possible CPUs");
+                *ret_reason = strdup_printf("cannot count the possible CPUs");
                 return r < 0 ? r : -EIO;
         }
         p->ncpus = r;
@@ -589,13 +589,13 @@ int stall_bpf_reset(StallBpf *p, const char *bdi) {
         return bpf_map_delete_bdi(p->comms_fd, sizeof(struct stall_bpf_comm_key), bdi);
 }
 
-int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error) {
+int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_reason) {
         _cleanup_(stall_bpf_freep) StallBpf *p = calloc(1, sizeof(StallBpf));
         int r;
 
         if (!p)
                 return -ENOMEM;
-        r = bpf_start(p, tracefs_root, ret_error);
+        r = bpf_start(p, tracefs_root, ret_reason);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(p);

@@ -146,7 +146,7 @@ static void remove_stale_instances(const char *root) {
         closedir(d);
 }
 
-int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
+int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_reason) {
         static const char *const events[] = { "folio_wait_writeback", "wait_on_page_writeback" };
         _cleanup_free_ char *path = NULL;
         StallTracefs *t;
@@ -165,9 +165,9 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
                         t->event = events[i];
         }
         if (!t->event) {
-                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
-                                           "writeback:wait_on_page_writeback in %s/events",
-                                           root);
+                *ret_reason = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
+                                            "writeback:wait_on_page_writeback in %s/events",
+                                            root);
                 stall_tracefs_free(t);
                 return -ENOENT;
         }
@@ -181,7 +181,7 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
                 goto oom;
         if (mkdir(t->instance, 0700) < 0) {
                 r = -errno;
-                *ret_error =
+                *ret_reason =
                         strdup_printf("cannot create tracefs instance %s: %s", t->instance, strerror(-r));
                 t->instance = mfree(t->instance); /* not ours: do not remove it */
                 stall_tracefs_free(t);
@@ -211,14 +211,14 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
         t->pipe_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (t->pipe_fd < 0) {
                 r = -errno;
-                *ret_error = strdup_printf("cannot open %s: %s", path, strerror(-r));
+                *ret_reason = strdup_printf("cannot open %s: %s", path, strerror(-r));
                 stall_tracefs_free(t);
                 return r;
         }
 
         r = write_string(t->enable, "1");
         if (r < 0) {
-                *ret_error = strdup_printf("cannot enable %s: %s", t->enable, strerror(-r));
+                *ret_reason = strdup_printf("cannot enable %s: %s", t->enable, strerror(-r));
                 stall_tracefs_free(t);
                 return r;
         }
