@@ -125,9 +125,9 @@ static int drop_runtime_override(Manager *m, const EngineDevice *d, char ***log)
         return r < 0 ? r : 1;
 }
 
-/* Reloads after the drop-ins changed; on errors elsewhere in the configuration, *ret_message
+/* Reloads after the drop-ins changed; on errors elsewhere in the configuration, *ret_reason
  * names the first one. Returns 0, -EINVAL or -errno. */
-static int reload_after(Manager *m, const char *disk, char **ret_message) {
+static int reload_after(Manager *m, const char *disk, char **ret_reason) {
         _cleanup_(config_diags_done) ConfigDiags diags = {};
         int r = manager_reload(m, &diags);
 
@@ -136,24 +136,24 @@ static int reload_after(Manager *m, const char *disk, char **ret_message) {
                 for (size_t i = 0; !first && i < diags.n; i++)
                         if (diags.items[i].level == DIAG_ERROR)
                                 first = &diags.items[i];
-                *ret_message = strdup_printf(
+                *ret_reason = strdup_printf(
                         "%s: the configuration has errors and was not reloaded: %s:%u: %s", disk,
                         first ? first->file : "?", first ? first->line : 0, first ? first->message : "?");
-                return *ret_message ? -EINVAL : -ENOMEM;
+                return *ret_reason ? -EINVAL : -ENOMEM;
         }
         return r;
 }
 
 /* Removes the drop-ins at paths (except keep), appending "removed|replaced PATH" to *log. */
 static int remove_dropins(char *const *paths, const char *keep, const char *disk, const char *verb,
-                          char ***log, char **ret_message) {
+                          char ***log, char **ret_reason) {
         STRV_FOREACH (p, paths) {
                 if (keep && streq(*p, keep))
                         continue;
                 if (unlink(*p) < 0 && errno != ENOENT) {
                         int r = -errno;
-                        *ret_message = strdup_printf("%s: cannot remove %s: %s", disk, *p, strerror(-r));
-                        return *ret_message ? r : -ENOMEM;
+                        *ret_reason = strdup_printf("%s: cannot remove %s: %s", disk, *p, strerror(-r));
+                        return *ret_reason ? r : -ENOMEM;
                 }
                 log_info("%s: %s the persistent override %s.", disk, verb, *p);
                 if (strv_extendf(log, "%s persistent override %s", verb, *p) < 0)
@@ -163,25 +163,25 @@ static int remove_dropins(char *const *paths, const char *keep, const char *disk
 }
 
 /* The drop-ins of stablepagesctl that match d (disk: its kernel name, for the message). Returns
- * 0, or -errno with *ret_message. */
+ * 0, or -errno with *ret_reason. */
 static int disk_dropins(Manager *m, const EngineDevice *d, const char *disk, char ***ret_paths,
-                        char **ret_message) {
+                        char **ret_reason) {
         DeviceIdentity ident = device_identity_of(d->facts);
         int r = dropins_matching(m->engine.dropin_dir, &ident, ret_paths);
 
         if (r < 0) {
-                *ret_message =
+                *ret_reason =
                         strdup_printf("%s: cannot read %s: %s", disk, m->engine.dropin_dir, strerror(-r));
-                return *ret_message ? r : -ENOMEM;
+                return *ret_reason ? r : -ENOMEM;
         }
         return 0;
 }
 
 /* What a persistent override of d is bound to (*ret): with force an identity of the disk
  * itself, by_name its kernel name, else the first stable identity. Returns 0, -ENXIO with
- * *ret_message saying what to do instead, or -ENOMEM. */
+ * *ret_reason saying what to do instead, or -ENOMEM. */
 static int pick_identity(Manager *m, const EngineDevice *d, const char *disk, bool force, bool by_name,
-                         StableId *ret, char **ret_message) {
+                         StableId *ret, char **ret_reason) {
         _cleanup_free_ char *why = NULL;
         int r;
 
@@ -193,29 +193,29 @@ static int pick_identity(Manager *m, const EngineDevice *d, const char *disk, bo
                                      : STABLE_ID_ANY,
                            ret, &why);
         if (r == -ENXIO && force) {
-                *ret_message = strdup_printf(
+                *ret_reason = strdup_printf(
                         "%s: refusing a persistent forced override: %s; a forced setting must never "
                         "reach another disk (a slot or a kernel name goes to whichever disk takes "
                         "it): use --runtime --force, bound to this disk's diskseq until it goes "
                         "away",
                         disk, why);
-                return *ret_message ? -ENXIO : -ENOMEM;
+                return *ret_reason ? -ENXIO : -ENOMEM;
         }
         if (r == -ENXIO) {
-                *ret_message = strdup_printf("%s: %s; use --runtime for an override of this disk until "
-                                             "it goes away, or --bind=name to bind it to the kernel "
-                                             "name %s on purpose",
-                                             disk, why, disk);
-                return *ret_message ? -ENXIO : -ENOMEM;
+                *ret_reason = strdup_printf("%s: %s; use --runtime for an override of this disk until "
+                                            "it goes away, or --bind=name to bind it to the kernel "
+                                            "name %s on purpose",
+                                            disk, why, disk);
+                return *ret_reason ? -ENXIO : -ENOMEM;
         }
         return r;
 }
 
 /* Writes the drop-in of id (setting, force) for disk, then removes the other drop-ins of
  * existing (those that match the disk), appending each change to *log. Returns 0, -EEXIST when
- * the drop-in's name holds another disk's override, or -errno; with *ret_message on failure. */
+ * the drop-in's name holds another disk's override, or -errno; with *ret_reason on failure. */
 static int write_dropin(Manager *m, const StableId *id, const char *disk, Setting setting, bool force,
-                        char *const *existing, char ***log, char **ret_message) {
+                        char *const *existing, char ***log, char **ret_reason) {
         const char *dir = m->engine.dropin_dir;
         _cleanup_free_ char *file = stable_id_dropin_name(id);
         _cleanup_free_ char *path = file ? path_join(dir, file) : NULL;
@@ -227,17 +227,17 @@ static int write_dropin(Manager *m, const StableId *id, const char *disk, Settin
                 return -ENOMEM;
         /* Another disk's drop-in under this name (a hash collision, a hand edit): keep it. */
         if (access(path, F_OK) == 0 && !strv_contains(existing, path)) {
-                *ret_message = strdup_printf("%s: %s exists and does not match this disk: not "
-                                             "overwriting another disk's override",
-                                             disk, path);
-                return *ret_message ? -EEXIST : -ENOMEM;
+                *ret_reason = strdup_printf("%s: %s exists and does not match this disk: not "
+                                            "overwriting another disk's override",
+                                            disk, path);
+                return *ret_reason ? -EEXIST : -ENOMEM;
         }
         r = mkdir_p(dir, 0755);
         if (r >= 0)
                 r = write_file_atomic(path, text, strlen(text), 0644);
         if (r < 0) {
-                *ret_message = strdup_printf("%s: cannot write %s: %s", disk, path, strerror(-r));
-                return *ret_message ? r : -ENOMEM;
+                *ret_reason = strdup_printf("%s: cannot write %s: %s", disk, path, strerror(-r));
+                return *ret_reason ? r : -ENOMEM;
         }
         log_info("%s: persistent override StableWrites=%s%s bound to [Device %s], written to %s.", disk,
                  setting_to_string(setting), force ? " (force)" : "", match, path);
@@ -245,7 +245,7 @@ static int write_dropin(Manager *m, const StableId *id, const char *disk, Settin
                 return -ENOMEM;
         /* One override per disk: the older ones would still match it, and the
          * lexical order of the files, not their age, would decide. */
-        return remove_dropins(existing, path, disk, "replaced", log, ret_message);
+        return remove_dropins(existing, path, disk, "replaced", log, ret_reason);
 }
 
 /* The changes joined by "; " in *ret_message, or none when there are none. Returns 0 or
@@ -295,22 +295,22 @@ int manager_set_persistent(Manager *m, const EngineDevice *d, Setting setting, b
 }
 
 int manager_reset_overrides(Manager *m, const EngineDevice *d, bool runtime_only, char ***ret_removed,
-                            char **ret_message) {
+                            char **ret_reason) {
         _cleanup_strv_free_ char **files = NULL, **removed = NULL;
         _cleanup_free_ char *disk = strdup(d->facts->name); /* d goes with the reconcile below */
         int r;
 
         *ret_removed = NULL;
-        *ret_message = NULL;
+        *ret_reason = NULL;
         if (!disk)
                 return -ENOMEM;
-        r = runtime_only ? 0 : disk_dropins(m, d, disk, &files, ret_message);
+        r = runtime_only ? 0 : disk_dropins(m, d, disk, &files, ret_reason);
         if (r >= 0)
-                r = remove_dropins(files, NULL, disk, "removed", &removed, ret_message);
+                r = remove_dropins(files, NULL, disk, "removed", &removed, ret_reason);
         if (r >= 0)
                 r = drop_runtime_override(m, d, &removed);
         if (r >= 0 && files)
-                r = reload_after(m, disk, ret_message);
+                r = reload_after(m, disk, ret_reason);
         if (r < 0)
                 return r;
         *ret_removed = TAKE_PTR(removed);

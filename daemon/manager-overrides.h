@@ -39,7 +39,7 @@ int manager_set_persistent(Manager *m, const EngineDevice *d, Setting setting, b
 /* The one reset: removes the overrides of d, its runtime override (then reconciles) and, unless
  * runtime_only, every drop-in of stablepagesctl that matches it (then reloads). *ret_removed
  * lists what was removed, one sentence each (NULL: nothing). Returns 0; -EINVAL when the
- * configuration has errors and was not reloaded (*ret_message says which); or another -errno
- * when removing failed (*ret_message says which, when it is about a file). */
+ * configuration has errors and was not reloaded (*ret_reason says which); or another -errno
+ * when removing failed (*ret_reason says which, when it is about a file). */
 int manager_reset_overrides(Manager *m, const EngineDevice *d, bool runtime_only, char ***ret_removed,
-                            char **ret_message);
+                            char **ret_reason);

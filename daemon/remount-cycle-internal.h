@@ -97,8 +97,8 @@ int cycle_check_mountable(Cycle *c, char **ret_reason);
 /* Step 4: writes the filesystem's dirty data back. */
 void cycle_sync_target(Cycle *c);
 /* Step 5: the unmount. Returns 0, -EINPROGRESS (systemd's umount still at work), or -errno
- * with *ret_why. */
-int cycle_unmount(Cycle *c, char **ret_why);
+ * with *ret_reason. */
+int cycle_unmount(Cycle *c, char **ret_reason);
 /* Whether the disk and the filesystem are the journal's. Returns 0, or 1 with the report
  * filled. */
 int cycle_check_identity(Cycle *c);

@@ -16,8 +16,8 @@
 
 /* Writes the disk's flag through the project's one writer (flag.h): only on the disk the cycle
  * is for, and an off only where its need allows. Returns 0, -EBADF when the disk could not be
- * pinned, or -errno with a sentence in *ret_why. */
-static int write_flag(Cycle *c, int value, char **ret_why) {
+ * pinned, or -errno with a sentence in *ret_reason. */
+static int write_flag(Cycle *c, int value, char **ret_reason) {
         const RemountJob *j = c->job;
         FlagWrite w = {
                 .disk = c->journal->disk,
@@ -31,10 +31,10 @@ static int write_flag(Cycle *c, int value, char **ret_why) {
         };
         int r;
 
-        *ret_why = NULL;
+        *ret_reason = NULL;
         if (j->disk_fd < 0)
                 return -EBADF;
-        r = flag_write_at(j->disk_fd, j->runtime_dir, &w, NULL, ret_why);
+        r = flag_write_at(j->disk_fd, j->runtime_dir, &w, NULL, ret_reason);
         if (r >= 0)
                 c->rep->flag_written = value;
         return r;
@@ -53,14 +53,14 @@ void cycle_sync_target(Cycle *c) {
 /* Step 5: systemd stops the unit, or umount2(2) of the pinned mount point's name. Returns 0,
  * -EINPROGRESS when systemd's unmount is still at work (its job did not end in time and was
  * cancelled, its umount did not end either: whether it unmounts is not known yet), or -errno,
- * with what failed in *ret_why. */
-int cycle_unmount(Cycle *c, char **ret_why) {
+ * with what failed in *ret_reason. */
+int cycle_unmount(Cycle *c, char **ret_reason) {
         int r;
 
-        *ret_why = NULL;
+        *ret_reason = NULL;
         if (c->bus) {
                 r = remount_systemd_run_job(c->bus, c->journal->unit, "StopUnit", "fail",
-                                            cycle_job_timeout(c), ret_why);
+                                            cycle_job_timeout(c), ret_reason);
                 /* A failed or cancelled stop may leave a control process (umount) at work: let it
                  * end, else the journal must stay for whatever it does. */
                 if (r < 0 &&
@@ -77,8 +77,8 @@ int cycle_unmount(Cycle *c, char **ret_why) {
 }
 
 /* One mount attempt, with the flag already written: systemd starts the unit (or a transient
- * one), or mount(2) on mp_fd, the pinned mount point. Returns 0 or -errno with *ret_why. */
-static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
+ * one), or mount(2) on mp_fd, the pinned mount point. Returns 0 or -errno with *ret_reason. */
+static int mount_once(Cycle *c, int mp_fd, char **ret_reason) {
         const RemountJob *j = c->job;
         const RemountPlan *p = c->plan;
         _cleanup_free_ char *options = NULL, *user = NULL, *vfs = NULL, *fs = NULL;
@@ -86,7 +86,7 @@ static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
         unsigned long flags = 0;
         int r;
 
-        *ret_why = NULL;
+        *ret_reason = NULL;
         /* A unit file's options are its own: the test hook cannot reach them. */
         if (!c->bus || !c->journal->unit_file)
                 c->rep->mount_attempts++;
@@ -99,9 +99,9 @@ static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
         if (c->bus) {
                 if (c->journal->unit_file)
                         return remount_systemd_run_job(c->bus, c->journal->unit, "StartUnit", "replace",
-                                                       cycle_job_timeout(c), ret_why);
+                                                       cycle_job_timeout(c), ret_reason);
                 r = remount_systemd_start_transient(c->bus, c->journal->unit, source, p->fstype, options,
-                                                    cycle_job_timeout(c), ret_why);
+                                                    cycle_job_timeout(c), ret_reason);
                 if (r < 0) /* a failed transient unit stays loaded and would refuse the next one */
                         (void) remount_systemd_reset_failed(c->bus, c->journal->unit);
                 return r;
@@ -113,7 +113,7 @@ static int mount_once(Cycle *c, int mp_fd, char **ret_why) {
         snprintf(target, sizeof target, "/proc/self/fd/%d", mp_fd);
         if (mount(source, target, p->fstype, flags, fs) < 0) {
                 r = -errno;
-                *ret_why = strdup(strerror(-r));
+                *ret_reason = strdup(strerror(-r));
                 return r;
         }
         return 0;
@@ -341,22 +341,22 @@ static int check_place(Cycle *c, const char *so_far, int *ret_mp_fd) {
 
 /* Step 7: one mount with the disk's flag at flag, the state the stage says (the old one when
  * with_old), then verified; the stage saved before and after. Returns 0 with the report filled
- * (mounted: done, restored, or different), or -errno with what failed in *ret_why. */
-static int mount_with(Cycle *c, int mp_fd, int flag, bool with_old, const char *so_far, char **ret_why) {
+ * (mounted: done, restored, or different), or -errno with what failed in *ret_reason. */
+static int mount_with(Cycle *c, int mp_fd, int flag, bool with_old, const char *so_far, char **ret_reason) {
         RemountReport *rep = c->rep;
         char diff[512];
         int r, id;
 
         (void) cycle_save_stage(c, with_old ? REMOUNT_STAGE_MOUNTING_OLD : REMOUNT_STAGE_MOUNTING_NEW);
-        r = mount_once(c, mp_fd, ret_why);
+        r = mount_once(c, mp_fd, ret_reason);
         if (r >= 0) {
                 rep->mounted = true;
                 r = verify_mount(c, &id, diff, sizeof diff);
                 rep->new_id = id;
         }
         if (r < 0) {
-                if (!*ret_why)
-                        *ret_why = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
+                if (!*ret_reason)
+                        *ret_reason = strdup(r == -ENOENT ? "the mount did not appear" : strerror(-r));
                 return r;
         }
         (void) cycle_save_stage(c, with_old ? REMOUNT_STAGE_MOUNTED_OLD : REMOUNT_STAGE_MOUNTED);

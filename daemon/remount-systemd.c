@@ -22,8 +22,8 @@ static void bus_unrefp(sd_bus **b) {
         sd_bus_flush_close_unref(*b);
 }
 
-static int why(char **ret_why, char *s) {
-        *ret_why = s;
+static int why(char **ret_reason, char *s) {
+        *ret_reason = s;
         return s ? 0 : -ENOMEM;
 }
 
@@ -104,17 +104,17 @@ int remount_systemd_is_active(sd_bus *bus, const char *unit) {
         return r < 0 ? r : state_is_active(state);
 }
 
-int remount_systemd_connect(sd_bus **ret_bus, char **ret_why) {
+int remount_systemd_connect(sd_bus **ret_bus, char **ret_reason) {
         _cleanup_(bus_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         int has = 0, r;
 
         *ret_bus = NULL;
-        *ret_why = NULL;
+        *ret_reason = NULL;
         r = sd_bus_open_system(&bus);
         if (r < 0)
-                return why(ret_why, strdup_printf("no system bus (%s)", strerror(-r)));
+                return why(ret_reason, strdup_printf("no system bus (%s)", strerror(-r)));
         r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "NameHasOwner", &error, &reply, "s", SD_DEST);
         if (r >= 0) {
@@ -122,22 +122,22 @@ int remount_systemd_connect(sd_bus **ret_bus, char **ret_why) {
                 sd_bus_message_unref(reply);
         }
         if (r < 0)
-                return why(ret_why,
+                return why(ret_reason,
                            strdup_printf("cannot ask the system bus for systemd (%s)", strerror(-r)));
         if (!has)
-                return why(ret_why, strdup("systemd is not on the system bus"));
+                return why(ret_reason, strdup("systemd is not on the system bus"));
         *ret_bus = TAKE_PTR(bus);
         return 1;
 }
 
 int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool *ret_unit_file,
-                         char **ret_why) {
+                         char **ret_reason) {
         _cleanup_free_ char *unit = NULL, *path = NULL, *load = NULL, *active = NULL, *where = NULL,
                             *fragment = NULL, *what = NULL;
         int transient = 0, lazy = 0, force = 0, r;
         uint32_t job = 0;
 
-        *ret_unit = *ret_why = NULL;
+        *ret_unit = *ret_reason = NULL;
         *ret_unit_file = false;
         r = remount_unit_name_from_path(target, &unit);
         if (r < 0)
@@ -146,7 +146,7 @@ int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool 
         if (r < 0)
                 return r;
         if (!path)
-                return why(ret_why, strdup_printf("systemd has no unit %s loaded", unit));
+                return why(ret_reason, strdup_printf("systemd has no unit %s loaded", unit));
         if ((r = get_string(bus, path, SD_UNIT, "LoadState", &load)) < 0 ||
             (r = get_string(bus, path, SD_UNIT, "ActiveState", &active)) < 0 ||
             (r = get_string(bus, path, SD_UNIT, "FragmentPath", &fragment)) < 0 ||
@@ -158,22 +158,22 @@ int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool 
             (r = get_job_id(bus, path, &job)) < 0)
                 return r;
         if (!streq(load, "loaded") || !streq(active, "active"))
-                return why(ret_why, strdup_printf("systemd's %s is %s and %s", unit, load, active));
+                return why(ret_reason, strdup_printf("systemd's %s is %s and %s", unit, load, active));
         if (!streq(where, target))
-                return why(ret_why, strdup_printf("systemd's %s is for %s, not %s", unit, where, target));
+                return why(ret_reason, strdup_printf("systemd's %s is for %s, not %s", unit, where, target));
         if (job != 0)
-                return why(ret_why, strdup_printf("systemd has a job queued for %s", unit));
+                return why(ret_reason, strdup_printf("systemd has a job queued for %s", unit));
         /* systemd would unmount it with umount -l or -f: a busy filesystem would be detached
          * (and stay alive out of sight) or forced, instead of refusing the unmount. */
         if (lazy || force)
-                return why(ret_why,
+                return why(ret_reason,
                            strdup_printf("systemd's %s has %s=yes: a busy unmount would %s instead of "
                                          "failing",
                                          unit, lazy ? "LazyUnmount" : "ForceUnmount",
                                          lazy ? "detach it" : "be forced"));
         bool unit_file = !isempty(fragment) && !transient;
         if (unit_file && isempty(what))
-                return why(ret_why, strdup_printf("systemd's %s (%s) has no What=", unit, fragment));
+                return why(ret_reason, strdup_printf("systemd's %s (%s) has no What=", unit, fragment));
         *ret_unit = TAKE_PTR(unit);
         *ret_unit_file = unit_file;
         return 1;

@@ -25,15 +25,15 @@
 #include "remount-check.h"
 
 /* Connects to the system bus and checks that systemd is on it. Returns 1 with the
- * connection, 0 with a reason for the log in *ret_why (no bus, or no systemd), or -errno. */
-int remount_systemd_connect(sd_bus **ret_bus, char **ret_why);
+ * connection, 0 with a reason for the log in *ret_reason (no bus, or no systemd), or -errno. */
+int remount_systemd_connect(sd_bus **ret_bus, char **ret_reason);
 
 /* The loaded, active mount unit of target. Returns 1 with its name and whether it has a unit
- * file (not transient, not made from the mount table), 0 with a reason in *ret_why (no such
+ * file (not transient, not made from the mount table), 0 with a reason in *ret_reason (no such
  * unit, inactive, for another path, with a job queued, with LazyUnmount= or ForceUnmount=:
  * systemd would detach or force a busy filesystem rather than fail), or -errno. */
 int remount_systemd_find(sd_bus *bus, const char *target, char **ret_unit, bool *ret_unit_file,
-                         char **ret_why);
+                         char **ret_reason);
 
 /* Whether starting unit, which has a unit file, mounts plan again as it is mounted now: its
  * files (FragmentPath, then DropInPaths) are read (systemd's What= and Options= properties say

@@ -286,15 +286,95 @@ static void split_lost(ParseState *s) {
                    s->split.name);
 }
 
+/* The next line of the data, counted, in *ret_line and *ret_len: without its "\n", "\r" and, on
+ * the first line, a UTF-8 byte order mark. */
+static void next_line(ParseState *s, const char **ret_line, size_t *ret_len) {
+        const char *line = s->data + s->pos, *nl;
+        size_t len;
+
+        nl = memchr(line, '\n', s->size - s->pos);
+        len = nl ? (size_t) (nl - line) : s->size - s->pos;
+        s->pos += len + (nl ? 1 : 0);
+        s->line++;
+
+        if (len > 0 && line[len - 1] == '\r')
+                len--;
+        if (s->line == 1 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+                line += 3; /* UTF-8 byte order mark */
+                len -= 3;
+        }
+        *ret_line = line;
+        *ret_len = len;
+}
+
+/* A line line_check_bytes() refused (and reported): a broken section header ignores its section,
+ * so that its keys do not land in the previous one; a key is reported unreadable. */
+static void unreadable_line(ParseState *s, const char *line, size_t len) {
+        char key[64];
+        size_t i = 0;
+
+        while (i < len && isspace((unsigned char) line[i]))
+                i++;
+        if (i < len && line[i] == '[')
+                s->section = SECTION_IGNORED;
+        else if (rejected_line_key(line, len, key, sizeof key))
+                config_handle_unreadable_item(s, key);
+}
+
+/* Splits the stripped line t at its '=' into *ret_name and *ret_value (both stripped). Returns
+ * false, with the diagnostic, when t is no valid "Key=value" in a section that takes keys. */
+static bool split_key_value(ParseState *s, char *t, char **ret_name, char **ret_value) {
+        char *eq = strchr(t, '='), *name, *value;
+
+        if (!eq) {
+                diag_error(s,
+                           "expected \"Key=value\", a [Section] header or a comment, got "
+                           "\"%s\"; ignoring this line",
+                           t);
+                return false;
+        }
+        *eq = '\0';
+        name = strstrip(t);
+        value = strstrip(eq + 1);
+        if (isempty(name)) {
+                diag_error(s, "missing key name before '='; ignoring this line");
+                return false;
+        }
+        if (!key_name_is_valid(name)) {
+                diag_error(s, "invalid key name \"%s\"; ignoring this line", name);
+                return false;
+        }
+        if (find_inline_comment(value)) {
+                diag_error(s,
+                           "%s=: inline comments are not supported (\"%s\"); put the comment "
+                           "on a line of its own; ignoring this line",
+                           name, find_inline_comment(value));
+                return false;
+        }
+
+        switch (s->section) {
+        case SECTION_NONE:
+                diag_error(s, "%s= outside of any section; ignoring this line", name);
+                return false;
+        case SECTION_IGNORED:
+                return false; /* reported at the section header */
+        default:
+                break;
+        }
+        *ret_name = name;
+        *ret_value = value;
+        return true;
+}
+
 /* The inih reader: hands inih the next line, or "\n" when the line is bad or is handled
  * here (section headers, comments, lines in ignored sections), or the next piece of a long
  * line. See the top of this file. */
 static char *config_reader(char *str, int num, void *stream) {
         ParseState *s = stream;
-        const char *line, *nl;
+        const char *line;
         size_t len;
-        char buf[CONFIG_LINE_MAX + 1], key[64];
-        char *t, *eq, *name, *value;
+        char buf[CONFIG_LINE_MAX + 1];
+        char *t, *name, *value;
 
         if (s->error < 0 || num < 4)
                 return NULL;
@@ -306,29 +386,10 @@ static char *config_reader(char *str, int num, void *stream) {
         if (s->pos >= s->size)
                 return NULL;
 
-        line = s->data + s->pos;
-        nl = memchr(line, '\n', s->size - s->pos);
-        len = nl ? (size_t) (nl - line) : s->size - s->pos;
-        s->pos += len + (nl ? 1 : 0);
-        s->line++;
+        next_line(s, &line, &len);
         strcpy(str, "\n");
-
-        if (len > 0 && line[len - 1] == '\r')
-                len--;
-        if (s->line == 1 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
-                line += 3; /* UTF-8 byte order mark */
-                len -= 3;
-        }
-
         if (!line_check_bytes(s, line, len, CONFIG_LINE_MAX)) {
-                /* A broken section header: its keys must not land in the previous section. */
-                size_t i = 0;
-                while (i < len && isspace((unsigned char) line[i]))
-                        i++;
-                if (i < len && line[i] == '[')
-                        s->section = SECTION_IGNORED;
-                else if (rejected_line_key(line, len, key, sizeof key))
-                        config_handle_unreadable_item(s, key);
+                unreadable_line(s, line, len);
                 return str;
         }
 
@@ -344,42 +405,8 @@ static char *config_reader(char *str, int num, void *stream) {
                 return str;
         }
 
-        eq = strchr(t, '=');
-        if (!eq) {
-                diag_error(s,
-                           "expected \"Key=value\", a [Section] header or a comment, got "
-                           "\"%s\"; ignoring this line",
-                           t);
+        if (!split_key_value(s, t, &name, &value))
                 return str;
-        }
-        *eq = '\0';
-        name = strstrip(t);
-        value = strstrip(eq + 1);
-        if (isempty(name)) {
-                diag_error(s, "missing key name before '='; ignoring this line");
-                return str;
-        }
-        if (!key_name_is_valid(name)) {
-                diag_error(s, "invalid key name \"%s\"; ignoring this line", name);
-                return str;
-        }
-        if (find_inline_comment(value)) {
-                diag_error(s,
-                           "%s=: inline comments are not supported (\"%s\"); put the comment "
-                           "on a line of its own; ignoring this line",
-                           name, find_inline_comment(value));
-                return str;
-        }
-
-        switch (s->section) {
-        case SECTION_NONE:
-                diag_error(s, "%s= outside of any section; ignoring this line", name);
-                return str;
-        case SECTION_IGNORED:
-                return str; /* reported at the section header */
-        default:
-                break;
-        }
 
         if (strlen(name) >= sizeof s->split.name) {
                 /* No key of the table is that long: reported as unknown, inih has nothing to split. */

@@ -121,8 +121,8 @@ static char *history_moves(const FlagHistory *h) {
 }
 
 /* What the page cache of the disk took (c->captured, c->origin, c->since_usec) and why, as a
- * clause for its note (*ret_why). Returns 0 or -ENOMEM. */
-static int page_cache_capture_of(const Engine *e, const EngineDevice *d, Consumer *c, char **ret_why) {
+ * clause for its note (*ret_clause). Returns 0 or -ENOMEM. */
+static int page_cache_capture_of(const Engine *e, const EngineDevice *d, Consumer *c, char **ret_clause) {
         const DeviceFacts *f = d->facts;
         const FlagHistory *h = f->history;
         _cleanup_free_ char *moves = history_moves(h);
@@ -134,56 +134,56 @@ static int page_cache_capture_of(const Engine *e, const EngineDevice *d, Consume
         switch (page_cache_capture(e->kernel)) {
         case PAGE_CACHE_EACH_STORE:
                 c->captured = d->class.in_force;
-                *ret_why =
+                *ret_clause =
                         strdup_printf("it follows the disk's flag at every store on this kernel (%u.%u.%u)",
                                       e->kernel >> 16, (e->kernel >> 8) & 0xff, e->kernel & 0xff);
-                return *ret_why ? 0 : -ENOMEM;
+                return *ret_clause ? 0 : -ENOMEM;
         case PAGE_CACHE_NEVER:
                 c->captured = 0;
-                *ret_why = strdup_printf(
+                *ret_clause = strdup_printf(
                         "on this kernel (%u.%u.%u) the page cache of a block device never waits "
                         "for writeback before a store; 6.7, 6.6.4 and 6.1.72 take the flag at "
                         "the disk's add",
                         e->kernel >> 16, (e->kernel >> 8) & 0xff, e->kernel & 0xff);
-                return *ret_why ? 0 : -ENOMEM;
+                return *ret_clause ? 0 : -ENOMEM;
         case PAGE_CACHE_AT_ADD:
                 break;
         }
         if (d->class.integrity_enforced) {
                 c->captured = 1;
-                *ret_why = strdup_printf(
+                *ret_clause = strdup_printf(
                         "its checksum integrity profile (%s) keeps pages stable whatever the flag",
                         f->integrity_format);
         } else if (h && h->first_at_add) {
                 c->origin = CAPTURE_HISTORY;
                 c->captured = in_force_with(d, h->first);
                 c->since_usec = h->first_usec;
-                *ret_why = strdup_printf("the kernel's flag was %d at its add (%s, seen by %s)%s", h->first,
-                                         format_when(h->first_usec, when), h->first_by, moves);
+                *ret_clause = strdup_printf("the kernel's flag was %d at its add (%s, seen by %s)%s",
+                                            h->first, format_when(h->first_usec, when), h->first_by, moves);
         } else if (f->kind == DEVICE_KIND_LOOP) {
                 c->captured = 0;
-                *ret_why =
+                *ret_clause =
                         strdup("loop_add() creates a loop device without stable writes, and it keeps that "
                                "page cache across every attachment");
         } else if (f->kind == DEVICE_KIND_ZRAM) {
                 c->captured = 1;
-                *ret_why = strdup("zram_add() sets stable writes before it adds the disk");
+                *ret_clause = strdup("zram_add() sets stable writes before it adds the disk");
         } else if (h) {
                 c->origin = CAPTURE_ASSUMED;
                 c->captured = in_force_with(d, h->first);
-                *ret_why =
+                *ret_clause =
                         strdup_printf("assumed from its flag when first seen (%d at %s by %s): the disk was "
                                       "added before%s",
                                       h->first, format_when(h->first_usec, when), h->first_by, moves);
         } else {
                 c->origin = CAPTURE_UNKNOWN;
                 c->captured = -1;
-                *ret_why =
+                *ret_clause =
                         strdup_printf("no record of the flag at the disk's add (%s)",
                                       f->diskseq == 0 ? "the kernel gives it no diskseq"
                                                       : "neither the udev rule nor the daemon recorded it");
         }
-        return *ret_why ? 0 : -ENOMEM;
+        return *ret_clause ? 0 : -ENOMEM;
 }
 
 /* What helps a page cache of d that runs without stable writes. */

@@ -41,20 +41,20 @@ static bool looks_like_devnum(const char *s) {
         return isdigit((unsigned char) s[0]) && strchr(s, ':') && !strchr(s, '=');
 }
 
-int device_match_parse(const char *text, DeviceMatch *ret, char **ret_error) {
+int device_match_parse(const char *text, DeviceMatch *ret, char **ret_reason) {
         _cleanup_free_ char *copy = NULL, *key = NULL, *pattern = NULL;
         char *s, *eq;
         dev_t devnum;
 
 #define FAIL(...)                                                                                           \
         do {                                                                                                \
-                if (ret_error)                                                                              \
-                        *ret_error = strdup_printf(__VA_ARGS__);                                            \
+                if (ret_reason)                                                                             \
+                        *ret_reason = strdup_printf(__VA_ARGS__);                                           \
                 return -EINVAL;                                                                             \
         } while (0)
 
-        if (ret_error)
-                *ret_error = NULL;
+        if (ret_reason)
+                *ret_reason = NULL;
         if (!text)
                 FAIL("missing device match");
         copy = strdup(text);

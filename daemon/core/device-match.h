@@ -27,8 +27,8 @@ typedef struct DeviceMatch {
 } DeviceMatch;
 
 /* Parses the text between "[Device " and "]" into *ret. Returns 0 or -EINVAL with a
- * message in *ret_error (owned by caller). */
-int device_match_parse(const char *text, DeviceMatch *ret, char **ret_error);
+ * message in *ret_reason (owned by caller). */
+int device_match_parse(const char *text, DeviceMatch *ret, char **ret_reason);
 void device_match_done(DeviceMatch *m);
 
 /* Formats a match back to its config form ("zram*", "7:0", "ID_WWN=0x..."); new string. */

@@ -343,7 +343,7 @@ EngineDevice *engine_find(Engine *e, const char *name) {
         return engine_find_disk(e, disk);
 }
 
-int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_why, void *userdata) {
+int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_reason, void *userdata) {
         const Engine *e = userdata;
         DeviceScanOptions so = engine_scan_options(e);
         _cleanup_(device_table_done) DeviceTable t = {};
@@ -353,17 +353,17 @@ int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **re
         DeviceFacts *f;
         int r;
 
-        *ret_why = NULL;
+        *ret_reason = NULL;
         r = device_table_scan_for(&so, names, &t);
         if (r < 0) {
-                *ret_why = strdup_printf("cannot read the disks under %s/block: %s", e->sysfs_root,
-                                         strerror(-r));
-                return *ret_why ? r : -ENOMEM;
+                *ret_reason = strdup_printf("cannot read the disks under %s/block: %s", e->sysfs_root,
+                                            strerror(-r));
+                return *ret_reason ? r : -ENOMEM;
         }
         f = device_table_find(&t, disk);
         if (!f || (diskseq != 0 && f->diskseq != diskseq)) {
-                *ret_why = strdup(f ? "another disk has its name now" : "it is gone");
-                return *ret_why ? -ESTALE : -ENOMEM;
+                *ret_reason = strdup(f ? "another disk has its name now" : "it is gone");
+                return *ret_reason ? -ESTALE : -ENOMEM;
         }
         for (size_t i = 0; i < t.n; i++)
                 engine_read_history(e, &t.devices[i], false);

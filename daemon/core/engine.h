@@ -155,8 +155,8 @@ int engine_apply(Engine *e, EngineDevice *d, ApplyResult *ret);
 
 /* Derives the need of disk (with diskseq) again from sysfs, with e's configuration, without
  * touching e's tables: the need_of of flag_write() (userdata: the Engine). Returns 0 with
- * *ret_need, or -errno with a sentence in *ret_why (gone, another disk under the name). */
-int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_why, void *userdata);
+ * *ret_need, or -errno with a sentence in *ret_reason (gone, another disk under the name). */
+int engine_need_of(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_reason, void *userdata);
 
 /* Puts the flag of d back to what its history says the kernel set (history.h), when the
  * project changed it: never to 0 on a required or unknown disk (flag_write()'s interlock).

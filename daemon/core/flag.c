@@ -120,9 +120,67 @@ static int check_interlock(const FlagWrite *w, char **ret_reason) {
         return 0;
 }
 
+/* Reads the flag before the write into *ret (callers write only a flag they have read) and
+ * records it as what the kernel set, before anything the project writes (history.h). Returns 0,
+ * -ENODEV when the flag is gone, or -errno; with *ret_reason. */
+static int read_before(int disk_fd, const char *runtime_dir, const FlagWrite *w, dev_t devnum,
+                       long long *ret, char **ret_reason) {
+        int r = read_at(disk_fd, FLAG_ATTR, ret);
+
+        /* The kernel never removes the flag of a disk that stays, and del_gendisk() removes
+         * queue/'s attributes first. */
+        if (r == -ENOENT)
+                return fail(ret_reason, -ENODEV,
+                            strdup_printf("%s: the disk was removed while being applied (its "
+                                          "queue/stable_writes is gone)",
+                                          w->disk));
+        if (r < 0 || *ret > 1)
+                return fail(ret_reason, r < 0 ? r : -EIO,
+                            strdup_printf("%s: cannot read queue/stable_writes: %s", w->disk,
+                                          r < 0 ? strerror(-r) : "not 0 or 1"));
+        if (w->diskseq != 0 && runtime_dir) {
+                r = history_note_first(runtime_dir, w->disk, w->diskseq, devnum, (int) *ret, false,
+                                       w->writer);
+                if (r < 0)
+                        log_warning_errno(r, "%s: cannot record the flag's history in %s/history: %m",
+                                          w->disk, runtime_dir);
+        }
+        return 0;
+}
+
+/* Writes value (w->value) to the flag, never through a symbolic link, never blocking on a FIFO
+ * put in its place, and reads it back into *ret_now. Returns 0, -ENODEV when the disk went away,
+ * -EIO when it reads otherwise, or -errno; with *ret_reason. */
+static int write_and_read_back(int disk_fd, const FlagWrite *w, char value, long long *ret_now,
+                               char **ret_reason) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = openat(disk_fd, FLAG_ATTR, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0 || write(fd, &value, 1) != 1) {
+                r = -errno;
+                if (check_identity(disk_fd, w, NULL, NULL) < 0 || r == -ENOENT || r == -ENODEV)
+                        return fail(ret_reason, -ENODEV,
+                                    strdup_printf("%s: the disk was removed while being applied", w->disk));
+                return fail(ret_reason, r,
+                            strdup_printf("%s: cannot write %c to queue/stable_writes: %s", w->disk, value,
+                                          strerror(-r)));
+        }
+        r = read_at(disk_fd, FLAG_ATTR, ret_now);
+        /* Gone after the write: del_gendisk() removes queue/'s attributes before "dev". */
+        if (r == -ENOENT || r == -ENODEV ||
+            ((r < 0 || *ret_now != w->value) && check_identity(disk_fd, w, NULL, NULL) < 0))
+                return fail(ret_reason, -ENODEV,
+                            strdup_printf("%s: the disk was removed while being applied", w->disk));
+        if (r < 0 || *ret_now != w->value)
+                return fail(ret_reason, r < 0 ? r : -EIO,
+                            strdup_printf("%s: wrote %c to queue/stable_writes but it reads %s", w->disk,
+                                          value, r < 0 ? strerror(-r) : (*ret_now ? "1" : "0")));
+        return 0;
+}
+
 int flag_write_at(int disk_fd, const char *runtime_dir, const FlagWrite *w, int *ret_now,
                   char **ret_reason) {
-        _cleanup_close_ int fd = -EBADF;
         char value = w->value ? '1' : '0';
         long long before, now;
         dev_t devnum = 0;
@@ -135,26 +193,9 @@ int flag_write_at(int disk_fd, const char *runtime_dir, const FlagWrite *w, int 
         r = check_identity(disk_fd, w, &devnum, ret_reason);
         if (r < 0)
                 return r;
-        r = read_at(disk_fd, FLAG_ATTR, &before);
-        /* Callers write only a flag they have read: the kernel never removes the flag of a disk
-         * that stays, and del_gendisk() removes queue/'s attributes first. */
-        if (r == -ENOENT)
-                return fail(ret_reason, -ENODEV,
-                            strdup_printf("%s: the disk was removed while being applied (its "
-                                          "queue/stable_writes is gone)",
-                                          w->disk));
-        if (r < 0 || before > 1)
-                return fail(ret_reason, r < 0 ? r : -EIO,
-                            strdup_printf("%s: cannot read queue/stable_writes: %s", w->disk,
-                                          r < 0 ? strerror(-r) : "not 0 or 1"));
-        /* What the kernel set, before anything the project writes (history.h). */
-        if (w->diskseq != 0 && runtime_dir) {
-                r = history_note_first(runtime_dir, w->disk, w->diskseq, devnum, (int) before, false,
-                                       w->writer);
-                if (r < 0)
-                        log_warning_errno(r, "%s: cannot record the flag's history in %s/history: %m",
-                                          w->disk, runtime_dir);
-        }
+        r = read_before(disk_fd, runtime_dir, w, devnum, &before, ret_reason);
+        if (r < 0)
+                return r;
         if (before == w->value) {
                 if (ret_now)
                         *ret_now = (int) before;
@@ -169,28 +210,9 @@ int flag_write_at(int disk_fd, const char *runtime_dir, const FlagWrite *w, int 
                         strdup_printf("%s: not writing %c to queue/stable_writes: refused by the test hook "
                                       "STABLEPAGES_TEST_FLAG_WRITE=refuse (%s)",
                                       w->disk, value, w->writer ?: "?"));
-
-        /* Never through a symbolic link; never blocking on a FIFO put in its place. */
-        fd = openat(disk_fd, FLAG_ATTR, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-        if (fd < 0 || write(fd, &value, 1) != 1) {
-                r = -errno;
-                if (check_identity(disk_fd, w, NULL, NULL) < 0 || r == -ENOENT || r == -ENODEV)
-                        return fail(ret_reason, -ENODEV,
-                                    strdup_printf("%s: the disk was removed while being applied", w->disk));
-                return fail(ret_reason, r,
-                            strdup_printf("%s: cannot write %c to queue/stable_writes: %s", w->disk, value,
-                                          strerror(-r)));
-        }
-        r = read_at(disk_fd, FLAG_ATTR, &now);
-        /* Gone after the write: del_gendisk() removes queue/'s attributes before "dev". */
-        if (r == -ENOENT || r == -ENODEV ||
-            ((r < 0 || now != w->value) && check_identity(disk_fd, w, NULL, NULL) < 0))
-                return fail(ret_reason, -ENODEV,
-                            strdup_printf("%s: the disk was removed while being applied", w->disk));
-        if (r < 0 || now != w->value)
-                return fail(ret_reason, r < 0 ? r : -EIO,
-                            strdup_printf("%s: wrote %c to queue/stable_writes but it reads %s", w->disk,
-                                          value, r < 0 ? strerror(-r) : (now ? "1" : "0")));
+        r = write_and_read_back(disk_fd, w, value, &now, ret_reason);
+        if (r < 0)
+                return r;
         if (w->diskseq != 0 && runtime_dir) {
                 r = history_note_change(runtime_dir, w->disk, w->diskseq, devnum, (int) before, (int) now,
                                         w->writer);

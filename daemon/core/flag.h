@@ -28,8 +28,8 @@
 #include "classify.h"
 
 /* Derives the need of disk (with diskseq) again, now. Returns 0 with *ret_need, or -errno
- * with a sentence in *ret_why (the disk cannot be read, it changed meanwhile). */
-typedef int (*flag_need_t)(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_why,
+ * with a sentence in *ret_reason (the disk cannot be read, it changed meanwhile). */
+typedef int (*flag_need_t)(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_reason,
                            void *userdata);
 
 typedef struct FlagWrite {

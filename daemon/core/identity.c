@@ -42,29 +42,31 @@ static bool glob_is_exact(const char *p) {
         return true;
 }
 
-bool stable_id_names_disk(const DeviceMatch *m, char **ret_why) {
+bool stable_id_names_disk(const DeviceMatch *m, char **ret_reason) {
         int i = m->kind == MATCH_PROPERTY ? stable_key_find(m->key) : -1;
 
         if (i >= 0 && !stable_keys[i].slot && glob_is_exact(m->pattern))
                 return true;
-        if (!ret_why)
+        if (!ret_reason)
                 return false;
         if (m->kind == MATCH_NAME_GLOB)
-                *ret_why = strdup("a kernel name goes to whichever disk takes it (a replug, the next boot, "
-                                  "the next device added)");
+                *ret_reason =
+                        strdup("a kernel name goes to whichever disk takes it (a replug, the next boot, "
+                               "the next device added)");
         else if (m->kind == MATCH_DEVNUM)
-                *ret_why = strdup("a device number goes to whichever disk takes it");
+                *ret_reason = strdup("a device number goes to whichever disk takes it");
         else if (i >= 0 && stable_keys[i].slot)
-                *ret_why = strdup_printf("%s names a slot, which another disk plugged there matches too",
-                                         m->key);
+                *ret_reason = strdup_printf("%s names a slot, which another disk plugged there matches too",
+                                            m->key);
         else if (i >= 0)
-                *ret_why = strdup("a pattern can match other disks");
+                *ret_reason = strdup("a pattern can match other disks");
         else
-                *ret_why = strdup_printf("%s names no disk itself (only ID_WWN_WITH_EXTENSION, ID_WWN, "
-                                         "ID_SERIAL, DM_UUID, MD_UUID and " MATCH_KEY_LOOP_BACKING_FILE
-                                         " do; a filesystem's or partition's UUID goes with a copy of it to "
-                                         "another disk)",
-                                         m->key ?: "?");
+                *ret_reason =
+                        strdup_printf("%s names no disk itself (only ID_WWN_WITH_EXTENSION, ID_WWN, "
+                                      "ID_SERIAL, DM_UUID, MD_UUID and " MATCH_KEY_LOOP_BACKING_FILE
+                                      " do; a filesystem's or partition's UUID goes with a copy of it to "
+                                      "another disk)",
+                                      m->key ?: "?");
         return false;
 }
 
@@ -153,16 +155,16 @@ char *stable_id_dropin_text(const StableId *id, const char *disk, Setting settin
 
 /* Parses the drop-in for id (through the configuration parser, as the daemon will read it)
  * and checks that its section matches f and no other disk of t. Returns 0, -EINVAL with
- * *ret_problem when it does not, or -ENOMEM. */
+ * *ret_reason when it does not, or -ENOMEM. */
 static int stable_id_check(const StableId *id, const DeviceFacts *f, const DeviceTable *t,
-                           char **ret_problem) {
+                           char **ret_reason) {
         _cleanup_(config_done) Config c = {};
         _cleanup_(config_diags_done) ConfigDiags diags = {};
         _cleanup_free_ char *text = stable_id_dropin_text(id, f->name, SETTING_ON, false);
         DeviceIdentity mine = device_identity_of(f);
         int r;
 
-        *ret_problem = NULL;
+        *ret_reason = NULL;
         if (!text)
                 return -ENOMEM;
         r = config_init_defaults(&c);
@@ -171,22 +173,22 @@ static int stable_id_check(const StableId *id, const DeviceFacts *f, const Devic
         if (r < 0)
                 return r;
         if (diags.n > 0 || c.n_rules != 1 || !device_match_test(&c.rules[0].match, &mine)) {
-                *ret_problem = strdup_printf("cannot be written in a [Device] section (%s)",
-                                             diags.n > 0 ? diags.items[0].message : "it would not match");
-                return *ret_problem ? -EINVAL : -ENOMEM;
+                *ret_reason = strdup_printf("cannot be written in a [Device] section (%s)",
+                                            diags.n > 0 ? diags.items[0].message : "it would not match");
+                return *ret_reason ? -EINVAL : -ENOMEM;
         }
         for (size_t i = 0; t && i < t->n; i++) {
                 DeviceIdentity other = device_identity_of(&t->devices[i]);
                 if (t->devices[i].devnum == f->devnum || !device_match_test(&c.rules[0].match, &other))
                         continue;
-                *ret_problem = strdup_printf("is shared by %s", t->devices[i].name);
-                return *ret_problem ? -EINVAL : -ENOMEM;
+                *ret_reason = strdup_printf("is shared by %s", t->devices[i].name);
+                return *ret_reason ? -EINVAL : -ENOMEM;
         }
         return 0;
 }
 
 int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how, StableId *ret,
-                   char **ret_why) {
+                   char **ret_reason) {
         _cleanup_strv_free_ char **problems = NULL;
         int r;
 
@@ -228,7 +230,7 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how,
                 if (r != -EINVAL || strv_extendf(&problems, "%s=%s %s", stable_keys[i].key, v, problem) < 0)
                         return -ENOMEM;
         }
-        if (ret_why) {
+        if (ret_reason) {
                 _cleanup_free_ char *details = NULL;
                 size_t size = 0;
                 FILE *m = open_memstream(&details, &size);
@@ -238,7 +240,7 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how,
                         fprintf(m, "; %s", *p);
                 if (fclose(m) != 0)
                         return -ENOMEM;
-                *ret_why =
+                *ret_reason =
                         how == STABLE_ID_OF_DISK
                                 ? strdup_printf("no identity of the disk itself (none of ID_WWN, ID_SERIAL, "
                                                 "DM_UUID, MD_UUID or a loop backing file is usable%s%s)",
@@ -247,7 +249,7 @@ int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how,
                                                 "of ID_WWN, ID_SERIAL, DM_UUID, MD_UUID, a loop backing "
                                                 "file or ID_PATH is usable%s%s)",
                                                 problems ? ": " : "", problems ? details + 2 : "");
-                if (!*ret_why)
+                if (!*ret_reason)
                         return -ENOMEM;
         }
         return -ENXIO;

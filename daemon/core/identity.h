@@ -45,9 +45,9 @@ typedef struct StableId {
 /* True when the match m names one disk itself: the exact value (no glob) of one of the
  * identities above other than ID_PATH. A kernel name, a device number, a slot, a pattern, and
  * the UUID of a filesystem or partition (a copy takes it to another disk) do not. Only such a
- * match may carry Force=yes (config.c). When it does not, *ret_why (if not NULL) says what m
+ * match may carry Force=yes (config.c). When it does not, *ret_reason (if not NULL) says what m
  * names instead (NULL on ENOMEM). */
-bool stable_id_names_disk(const DeviceMatch *m, char **ret_why);
+bool stable_id_names_disk(const DeviceMatch *m, char **ret_reason);
 
 /* True when m names the disk id itself: stable_id_names_disk(m), for a disk of id's kind (DM_UUID
  * for a dm device, MD_UUID for an md array: their members and partitions carry the same
@@ -65,10 +65,10 @@ typedef enum StableIdPick {
 } StableIdPick;
 
 /* Picks what f is bound to (see above), among the disks of t. Returns 0, -ENXIO when f has no
- * usable identity (*ret_why, when not NULL, then says "no stable identity …" with what was
+ * usable identity (*ret_reason, when not NULL, then says "no stable identity …" with what was
  * found and why none could be used), or -ENOMEM. */
 int stable_id_pick(const DeviceFacts *f, const DeviceTable *t, StableIdPick how, StableId *ret,
-                   char **ret_why);
+                   char **ret_reason);
 
 void stable_id_done(StableId *id);
 

@@ -13,7 +13,8 @@
 #include "sysfs.h"
 #include "util.h"
 
-int loop_backing_from_record(char *const *properties, uint64_t diskseq, dev_t *ret, const char **ret_error) {
+int loop_backing_from_record(char *const *properties, uint64_t diskseq, dev_t *ret,
+                             const char **ret_reason) {
         const char *seq = strv_find_value(properties, LOOP_DISKSEQ_PROPERTY);
         const char *devnum = strv_find_value(properties, LOOP_BACKING_PROPERTY);
         const char *error = strv_find_value(properties, LOOP_BACKING_ERROR_PROPERTY);
@@ -26,7 +27,7 @@ int loop_backing_from_record(char *const *properties, uint64_t diskseq, dev_t *r
                 return 1;
         if (isempty(error))
                 return 0;
-        *ret_error = error;
+        *ret_reason = error;
         return -EIO;
 }
 

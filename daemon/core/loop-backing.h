@@ -33,8 +33,8 @@
 
 /* The record above among properties (udev KEY=value strings of the loop device) for the
  * loop device's diskseq. Returns 1 with *ret, 0 when there is no record for that diskseq, or
- * -EIO with *ret_error (pointing into properties) when the record says why it could not tell. */
-int loop_backing_from_record(char *const *properties, uint64_t diskseq, dev_t *ret, const char **ret_error);
+ * -EIO with *ret_reason (pointing into properties) when the record says why it could not tell. */
+int loop_backing_from_record(char *const *properties, uint64_t diskseq, dev_t *ret, const char **ret_reason);
 
 /* The default resolver of DeviceScanOptions: stat(2) of path in a child, bounded. Returns 0
  * with *ret, -ETIMEDOUT, or -errno. */

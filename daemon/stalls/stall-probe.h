@@ -96,8 +96,8 @@ int stall_probe_reset(StallProbe *p, dev_t devnum);
 typedef struct StallTracefs StallTracefs;
 
 /* Makes a private instance under the tracefs root and enables the wait tracepoint in it.
- * On failure returns -errno and a malloc()ed explanation in *ret_error. */
-int stall_tracefs_new(const char *tracefs_root, StallTracefs **ret, char **ret_error);
+ * On failure returns -errno and a malloc()ed explanation in *ret_reason. */
+int stall_tracefs_new(const char *tracefs_root, StallTracefs **ret, char **ret_reason);
 StallTracefs *stall_tracefs_free(StallTracefs *t);
 /* Drains the instance's trace_pipe into the per-bdi counts. */
 int stall_tracefs_poll(StallTracefs *t);

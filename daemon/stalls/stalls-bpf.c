@@ -161,9 +161,9 @@ static char *verifier_last_line(const char *log) {
 }
 
 /* Starts one mode (fentry_start() or tp_start()) into p; when that fails, says why in
- * *ret_error: the step, the error and, for a rejected program, the verifier's last line, from a
+ * *ret_reason: the step, the error and, for a rejected program, the verifier's last line, from a
  * second load with the verifier's log (only then: logging costs). */
-static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error) {
+static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_reason) {
         _cleanup_free_ char *log = NULL, *line = NULL;
         bool loaded, loaded_again;
         int r;
@@ -182,11 +182,11 @@ static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_error)
                 stalls_tp_bpf__destroy(t);
                 line = verifier_last_line(log);
         }
-        *ret_error = strdup_printf("%s: %s%s%s",
-                                   !loaded  ? "loading the BPF programs"
-                                   : fentry ? "attaching to the wait functions"
-                                            : "attaching to the tracepoints",
-                                   strerror(-r), line ? ": verifier: " : "", line ?: "");
+        *ret_reason = strdup_printf("%s: %s%s%s",
+                                    !loaded  ? "loading the BPF programs"
+                                    : fentry ? "attaching to the wait functions"
+                                             : "attaching to the tracepoints",
+                                    strerror(-r), line ? ": verifier: " : "", line ?: "");
         return r;
 }
 
@@ -249,23 +249,23 @@ static const char *bpf_attach_extras(StallBpf *p) {
                                       "(no tracepoint iomap:iomap_dio_rw_begin)");
 }
 
-static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
+static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
         _cleanup_free_ char *folio = NULL, *fentry_error = NULL;
         bool classify, fentry = false;
         int r;
 
         if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
                 r = -errno;
-                *ret_error = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
+                *ret_reason = strdup_printf("no kernel BTF (/sys/kernel/btf/vmlinux: %s)", strerror(-r));
                 return r;
         }
         folio = strdup_printf("%s/events/writeback/folio_wait_writeback", tracefs);
         if (!folio)
                 return -ENOMEM;
         if (access(folio, F_OK) < 0) {
-                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback in %s/events (a "
-                                           "kernel before 5.16)",
-                                           tracefs);
+                *ret_reason = strdup_printf("no tracepoint writeback:folio_wait_writeback in %s/events (a "
+                                            "kernel before 5.16)",
+                                            tracefs);
                 return -ENOENT;
         }
 
@@ -284,7 +284,7 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
                 fentry = true;
         if (!fentry) {
                 log_debug("Stall probe: fentry/fexit unavailable: %s", fentry_error ?: "out of memory");
-                r = start_mode(p, false, classify, ret_error);
+                r = start_mode(p, false, classify, ret_reason);
                 if (r < 0)
                         return r;
         }
@@ -296,7 +296,7 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_error) {
 
         r = libbpf_num_possible_cpus();
         if (r <= 0) {
-                *ret_error = strdup_printf("cannot count the possible CPUs");
+                *ret_reason = strdup_printf("cannot count the possible CPUs");
                 return r < 0 ? r : -EIO;
         }
         p->ncpus = r;
@@ -456,13 +456,54 @@ static StallStats *stats_find_or_add(const StallBpf *p, StallStats **list, size_
         return s;
 }
 
-int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
+/* The histogram of one key: the per-CPU values hv summed into *ret. */
+static void hist_sum(const StallBpf *p, const struct stall_bpf_hist *hv, struct stall_bpf_hist *ret) {
+        *ret = (struct stall_bpf_hist){};
+        for (int c = 0; c < p->ncpus; c++) {
+                ret->count += hv[c].count;
+                ret->sum_us += hv[c].sum_us;
+                ret->max_us = MAX(ret->max_us, hv[c].max_us);
+                for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                        ret->slots[i] += hv[c].slots[i];
+        }
+}
+
+/* Adds the histogram h of waits of kind (no longer STALL_KIND_PENDING) to the figures s. */
+static void stats_add_hist(StallStats *s, unsigned kind, const struct stall_bpf_hist *h) {
+        switch (kind) {
+        case STALL_KIND_SYNC:
+                s->sync_count += h->count;
+                s->sync_sum_usec += h->sum_us;
+                break;
+        case STALL_KIND_OTHER:
+                s->other_count += h->count;
+                s->other_sum_usec += h->sum_us;
+                break;
+        case STALL_KIND_SHADOW:
+                s->shadow_count += h->count;
+                s->shadow_sum_usec += h->sum_us;
+                s->shadow_max_usec = MAX(s->shadow_max_usec, (uint64_t) h->max_us);
+                for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                        s->shadow_hist[i] += h->slots[i];
+                break;
+        case STALL_KIND_DIRECT:
+                s->direct_count += h->count;
+                break;
+        default:
+                s->count += h->count;
+                s->sum_usec += h->sum_us;
+                s->max_usec = MAX(s->max_usec, (uint64_t) h->max_us);
+                for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                        s->hist[i] += h->slots[i];
+        }
+}
+
+/* The figures of each bdi in the hists map, appended to *list (*n of *allocated). Returns 0 or
+ * -ENOMEM. */
+static int list_hists(StallBpf *p, StallStats **list, size_t *n, size_t *allocated) {
         _cleanup_free_ struct stall_bpf_hist *hv = NULL;
-        _cleanup_free_ StallStats *list = NULL;
         struct stall_bpf_key bk, *prev_bk = NULL;
-        struct stall_bpf_comm_key ck, *prev_ck = NULL;
-        size_t n = 0, allocated = 0, kept = 0;
-        int hfd = p->hists_fd, cfd = p->comms_fd;
+        int hfd = p->hists_fd;
 
         hv = calloc(p->ncpus, sizeof(*hv));
         if (!hv)
@@ -470,52 +511,28 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
 
         while (bpf_map_get_next_key(hfd, prev_bk, &bk) == 0) {
                 struct stall_bpf_key key = bk;
-                struct stall_bpf_hist h = {};
+                struct stall_bpf_hist h;
                 StallStats *s;
 
                 prev_bk = &bk;
                 if (bpf_map_lookup_elem(hfd, &key, hv) < 0)
                         continue; /* deleted meanwhile */
-                for (int c = 0; c < p->ncpus; c++) {
-                        h.count += hv[c].count;
-                        h.sum_us += hv[c].sum_us;
-                        h.max_us = MAX(h.max_us, hv[c].max_us);
-                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
-                                h.slots[i] += hv[c].slots[i];
-                }
+                hist_sum(p, hv, &h);
                 key.bdi[sizeof(key.bdi) - 1] = '\0';
-                s = stats_find_or_add(p, &list, &n, &allocated, key.bdi);
+                s = stats_find_or_add(p, list, n, allocated, key.bdi);
                 if (!s)
                         return -ENOMEM;
                 if (key.kind == STALL_KIND_PENDING)
                         key.kind = bpf_pending_kind(p, key.stack);
-                switch (key.kind) {
-                case STALL_KIND_SYNC:
-                        s->sync_count += h.count;
-                        s->sync_sum_usec += h.sum_us;
-                        break;
-                case STALL_KIND_OTHER:
-                        s->other_count += h.count;
-                        s->other_sum_usec += h.sum_us;
-                        break;
-                case STALL_KIND_SHADOW:
-                        s->shadow_count += h.count;
-                        s->shadow_sum_usec += h.sum_us;
-                        s->shadow_max_usec = MAX(s->shadow_max_usec, (uint64_t) h.max_us);
-                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
-                                s->shadow_hist[i] += h.slots[i];
-                        break;
-                case STALL_KIND_DIRECT:
-                        s->direct_count += h.count;
-                        break;
-                default:
-                        s->count += h.count;
-                        s->sum_usec += h.sum_us;
-                        s->max_usec = MAX(s->max_usec, (uint64_t) h.max_us);
-                        for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
-                                s->hist[i] += h.slots[i];
-                }
+                stats_add_hist(s, key.kind, &h);
         }
+        return 0;
+}
+
+/* Adds the commands of the comms map to the figures of their bdi in list (n entries). */
+static void list_comms(StallBpf *p, StallStats *list, size_t n) {
+        struct stall_bpf_comm_key ck, *prev_ck = NULL;
+        int cfd = p->comms_fd;
 
         while (bpf_map_get_next_key(cfd, prev_ck, &ck) == 0) {
                 struct stall_bpf_comm_key key = ck;
@@ -536,6 +553,17 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
                                 break;
                         }
         }
+}
+
+int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
+        _cleanup_free_ StallStats *list = NULL;
+        size_t n = 0, allocated = 0, kept = 0;
+        int r;
+
+        r = list_hists(p, &list, &n, &allocated);
+        if (r < 0)
+                return r;
+        list_comms(p, list, n);
 
         /* Drop bdis that were reset to nothing (entries exist, counts zero). */
         for (size_t i = 0; i < n; i++)
@@ -589,13 +617,13 @@ int stall_bpf_reset(StallBpf *p, const char *bdi) {
         return bpf_map_delete_bdi(p->comms_fd, sizeof(struct stall_bpf_comm_key), bdi);
 }
 
-int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error) {
+int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_reason) {
         _cleanup_(stall_bpf_freep) StallBpf *p = calloc(1, sizeof(StallBpf));
         int r;
 
         if (!p)
                 return -ENOMEM;
-        r = bpf_start(p, tracefs_root, ret_error);
+        r = bpf_start(p, tracefs_root, ret_reason);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(p);

@@ -21,9 +21,9 @@ typedef struct StallBpf StallBpf;
 /* Loads the programs this kernel needs and attaches them: fentry/fexit on the wait functions
  * and the wait tracepoint where the kernel has BPF trampolines, else the raw tracepoints; the
  * wait tracepoint must be found under tracefs_root.
- * Returns 0 and *ret, or -errno with a malloc()ed explanation in *ret_error (may be NULL for
+ * Returns 0 and *ret, or -errno with a malloc()ed explanation in *ret_reason (may be NULL for
  * -ENOMEM). */
-int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error);
+int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_reason);
 
 /* Detaches the programs and frees everything. */
 StallBpf *stall_bpf_free(StallBpf *p);
@@ -65,9 +65,9 @@ uint64_t stall_bpf_frame_mismatches(const StallBpf *p);
 
 #else
 
-static inline int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_error) {
-        *ret_error = strdup("not built with BPF support (-Dbpf=disabled or no clang/bpftool/libbpf)");
-        return *ret_error ? -EOPNOTSUPP : -ENOMEM;
+static inline int stall_bpf_new(const char *tracefs_root, StallBpf **ret, char **ret_reason) {
+        *ret_reason = strdup("not built with BPF support (-Dbpf=disabled or no clang/bpftool/libbpf)");
+        return *ret_reason ? -EOPNOTSUPP : -ENOMEM;
 }
 static inline StallBpf *stall_bpf_free(StallBpf *p) {
         return NULL;

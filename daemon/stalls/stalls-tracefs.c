@@ -146,9 +146,70 @@ static void remove_stale_instances(const char *root) {
         closedir(d);
 }
 
-int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
+/* The wait tracepoint of this kernel under root in *ret, or NULL when it has none. Returns 0 or
+ * -ENOMEM. */
+static int find_event(const char *root, const char **ret) {
         static const char *const events[] = { "folio_wait_writeback", "wait_on_page_writeback" };
+
+        *ret = NULL;
+        for (size_t i = 0; i < ELEMENTSOF(events) && !*ret; i++) {
+                _cleanup_free_ char *e = strdup_printf("%s/events/writeback/%s", root, events[i]);
+                if (!e)
+                        return -ENOMEM;
+                if (access(e, F_OK) == 0)
+                        *ret = events[i];
+        }
+        return 0;
+}
+
+/* Sizes the instance's buffer and turns its stack traces on (t->classified); either failing is
+ * only logged. Returns 0 or -ENOMEM. */
+static int instance_configure(StallTracefs *t) {
         _cleanup_free_ char *path = NULL;
+        int r;
+
+        path = path_join(t->instance, "buffer_size_kb");
+        if (!path)
+                return -ENOMEM;
+        r = write_string(path, BUFFER_SIZE_KB);
+        if (r < 0)
+                log_debug_errno(r, "Could not size %s, keeping its default: %m", path);
+        free(path);
+
+        path = path_join(t->instance, "options/stacktrace");
+        if (!path)
+                return -ENOMEM;
+        r = write_string(path, "1");
+        if (r < 0)
+                log_debug_errno(r, "Could not enable %s, waits will not be classified: %m", path);
+        t->classified = r >= 0;
+        return 0;
+}
+
+/* Opens the instance's trace_pipe (t->pipe_fd) and enables the event in it. Returns 0, -ENOMEM, or
+ * -errno with *ret_reason. */
+static int instance_start(StallTracefs *t, char **ret_reason) {
+        _cleanup_free_ char *path = path_join(t->instance, "trace_pipe");
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        t->pipe_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (t->pipe_fd < 0) {
+                r = -errno;
+                *ret_reason = strdup_printf("cannot open %s: %s", path, strerror(-r));
+                return r;
+        }
+
+        r = write_string(t->enable, "1");
+        if (r < 0) {
+                *ret_reason = strdup_printf("cannot enable %s: %s", t->enable, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_reason) {
         StallTracefs *t;
         int r;
 
@@ -157,17 +218,13 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
                 return -ENOMEM;
         t->pipe_fd = -EBADF;
 
-        for (size_t i = 0; i < ELEMENTSOF(events) && !t->event; i++) {
-                _cleanup_free_ char *e = strdup_printf("%s/events/writeback/%s", root, events[i]);
-                if (!e)
-                        goto oom;
-                if (access(e, F_OK) == 0)
-                        t->event = events[i];
-        }
+        r = find_event(root, &t->event);
+        if (r < 0)
+                goto fail;
         if (!t->event) {
-                *ret_error = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
-                                           "writeback:wait_on_page_writeback in %s/events",
-                                           root);
+                *ret_reason = strdup_printf("no tracepoint writeback:folio_wait_writeback or "
+                                            "writeback:wait_on_page_writeback in %s/events",
+                                            root);
                 stall_tracefs_free(t);
                 return -ENOENT;
         }
@@ -177,57 +234,29 @@ int stall_tracefs_new(const char *root, StallTracefs **ret, char **ret_error) {
         t->instance = strdup_printf("%s/instances/" INSTANCE_PREFIX "%d", root, (int) getpid());
         t->enable = strdup_printf("%s/instances/" INSTANCE_PREFIX "%d/events/writeback/%s/enable", root,
                                   (int) getpid(), t->event);
-        if (!t->instance || !t->enable)
-                goto oom;
+        if (!t->instance || !t->enable) {
+                r = -ENOMEM;
+                goto fail;
+        }
         if (mkdir(t->instance, 0700) < 0) {
                 r = -errno;
-                *ret_error =
+                *ret_reason =
                         strdup_printf("cannot create tracefs instance %s: %s", t->instance, strerror(-r));
                 t->instance = mfree(t->instance); /* not ours: do not remove it */
-                stall_tracefs_free(t);
-                return r;
+                goto fail;
         }
 
-        path = path_join(t->instance, "buffer_size_kb");
-        if (!path)
-                goto oom;
-        r = write_string(path, BUFFER_SIZE_KB);
+        r = instance_configure(t);
+        if (r >= 0)
+                r = instance_start(t, ret_reason);
         if (r < 0)
-                log_debug_errno(r, "Could not size %s, keeping its default: %m", path);
-        free(path);
-
-        path = path_join(t->instance, "options/stacktrace");
-        if (!path)
-                goto oom;
-        r = write_string(path, "1");
-        if (r < 0)
-                log_debug_errno(r, "Could not enable %s, waits will not be classified: %m", path);
-        t->classified = r >= 0;
-        free(path);
-
-        path = path_join(t->instance, "trace_pipe");
-        if (!path)
-                goto oom;
-        t->pipe_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (t->pipe_fd < 0) {
-                r = -errno;
-                *ret_error = strdup_printf("cannot open %s: %s", path, strerror(-r));
-                stall_tracefs_free(t);
-                return r;
-        }
-
-        r = write_string(t->enable, "1");
-        if (r < 0) {
-                *ret_error = strdup_printf("cannot enable %s: %s", t->enable, strerror(-r));
-                stall_tracefs_free(t);
-                return r;
-        }
+                goto fail;
 
         *ret = t;
         return 0;
-oom:
+fail:
         stall_tracefs_free(t);
-        return -ENOMEM;
+        return r;
 }
 
 StallTracefs *stall_tracefs_free(StallTracefs *t) {

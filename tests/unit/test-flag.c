@@ -142,12 +142,12 @@ typedef struct NeedNow {
         unsigned calls;
 } NeedNow;
 
-static int need_now(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_why, void *userdata) {
+static int need_now(const char *disk, uint64_t diskseq, Need *ret_need, char **ret_reason, void *userdata) {
         NeedNow *n = userdata;
 
         n->calls++;
         if (n->error < 0) {
-                *ret_why = strdup("it changed meanwhile");
+                *ret_reason = strdup("it changed meanwhile");
                 return n->error;
         }
         *ret_need = n->need;
