@@ -62,7 +62,7 @@ Force=yes"
 [ "$(sp_flag "$loop")" = 0 ] || sp_fail "$loop was not turned off by force"
 line=$(grep "^MESSAGE=$loop: stable writes on -> off: .*(FORCED)" "$SP_TMP/datagrams") ||
         sp_fail "the forced change is not in the journal: $(cat "$SP_TMP/datagrams")"
-for field in "PRIORITY=4" "MESSAGE_ID=$forced_id" "STABLEPAGES_DEVICE=$loop" "CODE_FILE=[^|]*/engine\.c"; do
+for field in "PRIORITY=4" "MESSAGE_ID=$forced_id" "STABLEPAGES_DEVICE=$loop" "CODE_FILE=[^|]*/engine-apply\.c"; do
         grep -Eq "\|$field(\||\$)" <<<"$line" || sp_fail "the forced change's entry lacks $field: $line"
 done
 [ "$(grep -o '|CODE_FILE=' <<<"$line" | wc -l)" = 1 ] || sp_fail "CODE_FILE= twice (log.c's and the caller's): $line"
