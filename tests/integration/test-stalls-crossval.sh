@@ -23,7 +23,13 @@
 #   6. in the raw-tracepoint mode, with waits classified: waits after the first ones were
 #      classified from the stack slots learned from a walk (frame_reads >= 1), and no audit of
 #      those answers by a walk found another caller (frame_mismatches == 0); 1 and 4 show that
-#      the answers sort the rewrites' and the fsync()s' waits apart.
+#      the answers sort the rewrites' and the fsync()s' waits apart;
+#   7. still with stable_writes=0 (BPF mode, kernels with the tracepoints of shadow waits), the
+#      rewrites of the page under writeback are shadow waits, what stable writes would have
+#      cost: the writer in SHADOW_RUNS runs of 5 rewrites 0.5 s apart (the page's writeback,
+#      ~100 ms, ends between them, so each run dirties it under a new writeback of the same
+#      file) gives between one shadow wait per run and one per rewrite, and their p50 is within
+#      a factor of 2 of the writer's median rewrite with stable writes (round 1).
 #
 # With STALLS_MODE=tracefs (test-stalls-tracefs.sh) the probe is forced into its tracefs
 # fallback (STABLEPAGES_STALLS_FORCE_TRACEFS=1, test only) and the same run shows that it counts
@@ -41,6 +47,7 @@ set -uo pipefail
 BUILDDIR=${1:-.}
 MODE=${STALLS_MODE:-bpf}
 ITERATIONS=${ITERATIONS:-40}
+SHADOW_RUNS=4
 IOPS=10
 SLOW_USEC=1000
 
@@ -116,9 +123,11 @@ mount_with() {
         mounted=1
 }
 
-# run_round NAME: probe + throttled writer; leaves $tmp/NAME.writer and $tmp/NAME.json.
+# run_round NAME [RUNS ITERATIONS]: probe + throttled writer (RUNS runs of ITERATIONS rewrites,
+# 0.5 s apart; default one of $ITERATIONS); leaves $tmp/NAME.writer (the last run's line) and
+# $tmp/NAME.json.
 run_round() {
-        local name=$1 i
+        local name=$1 runs=${2:-1} iterations=${3:-$ITERATIONS} i r
         rm -f "$tmp/ready"
         "$DUMP" --ready-file "$tmp/ready" > "$tmp/$name.json" 2> "$tmp/$name.dump.err" &
         dump_pid=$!
@@ -131,9 +140,12 @@ run_round() {
                 kill "$dump_pid" 2>/dev/null; wait "$dump_pid"; dump_pid=""
                 skip "the probe is not in $MODE mode: $(cat "$tmp/$name.dump.err")"
         fi
-        sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
-                "$WRITER" --iterations "$ITERATIONS" --slow-usec "$SLOW_USEC" "$mnt/$name.dat" \
-                > "$tmp/$name.writer" || fail "$name: the writer failed"
+        for r in $(seq "$runs"); do
+                [ "$r" -gt 1 ] && sleep 0.5
+                sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+                        "$WRITER" --iterations "$iterations" --slow-usec "$SLOW_USEC" "$mnt/$name.dat" \
+                        > "$tmp/$name.writer" || fail "$name: the writer failed"
+        done
         kill -TERM "$dump_pid"
         wait "$dump_pid" || fail "$name: stall-probe-dump exited $?"
         if [ "$MODE" = tracefs ]; then
@@ -213,6 +225,24 @@ echo "flag 0: writer: $(writer_field off slow) of $ITERATIONS rewrites > 1 ms, m
      "$(writer_field off median_usec) us; probe: $total0 stable-pages waits," \
      "$(probe_field off '.sync_count // 0') fsync waits"
 [ "$total0" = 0 ] || fail "the probe saw $total0 stable-pages waits on $devnum with stable_writes=0 at mount"
+
+# 7: the same rewrites as shadow waits.
+if [ "$MODE" = bpf ] && [ "$(probe_field off '.shadows')" = true ]; then
+        run_round shadow "$SHADOW_RUNS" 5
+        shadows=$(probe_field shadow '.shadow_count')
+        shadow_p50=$(probe_field shadow '.shadow_p50_usec // 0')
+        echo "flag 0: $SHADOW_RUNS runs of 5 rewrites: $shadows shadow waits, p50 <= $shadow_p50 us" \
+             "(with stable writes: median $median us), $(probe_field shadow '.count') stable-pages waits"
+        [ "$shadows" -ge "$SHADOW_RUNS" ] && [ "$shadows" -le $((SHADOW_RUNS * 5)) ] ||
+                fail "shadow waits $shadows outside [$SHADOW_RUNS, $((SHADOW_RUNS * 5))]"
+        if [ "$shadow_p50" -le 0 ] || [ $((shadow_p50 * 2)) -lt "$median" ] ||
+           [ "$shadow_p50" -gt $((median * 2)) ]; then
+                fail "shadow p50 $shadow_p50 us not within a factor of 2 of the writer's median $median us with stable writes"
+        fi
+        [ "$(probe_field shadow '.count')" = 0 ] || fail "stable-pages waits with stable_writes=0 at mount"
+elif [ "$MODE" = bpf ]; then
+        echo "shadow waits are not measured here: $(jq -r .reason "$tmp/off.json")"
+fi
 
 if [ "$MODE" = tracefs ]; then
         out=$(STABLEPAGES_STALLS_FORCE_UNAVAILABLE=1 "$DUMP" --duration 0 2>/dev/null)
