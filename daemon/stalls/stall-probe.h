@@ -54,7 +54,8 @@ uint64_t stall_probe_lost_comms(StallProbe *p);
 /* Whether the probe measures shadow waits (stalls.h; BPF mode, both modes of it, on kernels with
  * the tracepoints writeback:writeback_dirty_folio and writeback:sb_clear_inode_writeback:
  * Debian's 6.1 and 6.12 and later) and counts O_DIRECT writes (the tracepoint
- * iomap:iomap_dio_rw_begin: 6.2 and later, not 6.1). The tracefs mode measures neither. */
+ * iomap:iomap_dio_rw_begin: 6.2 and later; before, their bios, in the fentry mode).
+ * The tracefs mode measures neither. */
 bool stall_probe_shadows(const StallProbe *p);
 bool stall_probe_direct(const StallProbe *p);
 

@@ -211,13 +211,13 @@ static int raw_tp_attach(const char *tp, int prog_fd) {
         return fd < 0 ? -errno : fd;
 }
 
-/* The optional raw tracepoints of either mode: shadow waits (both or neither) and O_DIRECT
- * writes. A kernel without them measures without those figures; the mode reason says so. */
-static const char *bpf_attach_extras(StallBpf *p) {
+/* The optional programs of either mode: shadow waits on their raw tracepoints (both or neither).
+ * Returns what the mode reason says of them. */
+static const char *bpf_attach_shadows(StallBpf *p) {
         static const char *const shadow_tps[2] = { "writeback_dirty_folio", "sb_clear_inode_writeback" };
         int r;
 
-        p->shadow_links[0] = p->shadow_links[1] = p->direct_link = -1;
+        p->shadow_links[0] = p->shadow_links[1] = -1;
         for (size_t i = 0; i < 2; i++) {
                 r = raw_tp_attach(shadow_tps[i], p->shadow_progs[i]);
                 if (r < 0) {
@@ -231,22 +231,34 @@ static const char *bpf_attach_extras(StallBpf *p) {
                 p->shadow_links[i] = r;
         }
         p->shadows = p->shadow_links[1] >= 0;
+        return p->shadows ? "shadow waits measured"
+                          : "no shadow waits (no tracepoints writeback:writeback_dirty_folio and "
+                            "writeback:sb_clear_inode_writeback)";
+}
+
+/* O_DIRECT writes: the raw tracepoint iomap:iomap_dio_rw_begin (6.2+), else, in the fentry mode,
+ * their bios as they end (fentry iomap_dio_bio_end_io). Returns what the mode reason says of
+ * them. */
+static const char *bpf_attach_direct(StallBpf *p, int direct_bio_prog) {
+        int r;
+
         r = raw_tp_attach("iomap_dio_rw_begin", p->direct_prog);
-        if (r < 0)
-                log_debug_errno(
-                        r,
-                        "Stall probe: O_DIRECT writes not counted: raw tracepoint iomap_dio_rw_begin: %m");
         p->direct_link = r;
         p->direct = r >= 0;
-        return p->shadows
-                       ? (p->direct ? "shadow waits and O_DIRECT writes measured"
-                                    : "shadow waits measured; O_DIRECT writes not counted (no tracepoint "
-                                      "iomap:iomap_dio_rw_begin)")
-                       : (p->direct ? "no shadow waits (no tracepoints writeback:writeback_dirty_folio and "
-                                      "writeback:sb_clear_inode_writeback); O_DIRECT writes counted"
-                                    : "no shadow waits (no tracepoints writeback:writeback_dirty_folio and "
-                                      "writeback:sb_clear_inode_writeback), O_DIRECT writes not counted "
-                                      "(no tracepoint iomap:iomap_dio_rw_begin)");
+        if (p->direct)
+                return "O_DIRECT writes counted (tracepoint iomap:iomap_dio_rw_begin)";
+        log_debug_errno(r, "Stall probe: no raw tracepoint iomap_dio_rw_begin: %m");
+        if (direct_bio_prog < 0)
+                return "O_DIRECT writes not counted (no tracepoint iomap:iomap_dio_rw_begin)";
+        r = raw_tp_attach(NULL, direct_bio_prog);
+        p->direct_link = r;
+        p->direct = r >= 0;
+        if (p->direct)
+                return "O_DIRECT writes counted by their bios (no tracepoint iomap:iomap_dio_rw_begin; "
+                       "fentry iomap_dio_bio_end_io)";
+        log_debug_errno(r, "Stall probe: O_DIRECT writes not counted: fentry iomap_dio_bio_end_io: %m");
+        return "O_DIRECT writes not counted (no tracepoint iomap:iomap_dio_rw_begin; fentry "
+               "iomap_dio_bio_end_io refused)";
 }
 
 static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
@@ -292,7 +304,8 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
                 STALL_BPF_TAKE(p, p->fentry);
         else
                 STALL_BPF_TAKE(p, p->tp);
-        const char *extras = bpf_attach_extras(p);
+        const char *shadows = bpf_attach_shadows(p);
+        const char *direct = bpf_attach_direct(p, fentry ? p->fentry->progs.direct_bio_end.prog_fd : -1);
 
         r = libbpf_num_possible_cpus();
         if (r <= 0) {
@@ -308,17 +321,17 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
         if (fentry)
                 p->reason = strdup_printf("BPF fentry/fexit folio_wait_bit + folio_wait_stable + "
                                           "__filemap_fdatawait_range with the BTF tracepoint "
-                                          "writeback:folio_wait_writeback, %s; %s",
+                                          "writeback:folio_wait_writeback, %s; %s; %s",
                                           classify ? "waits classified by caller"
                                                    : "unclassified: /proc/kallsyms hides addresses",
-                                          extras);
+                                          shadows, direct);
         else
                 p->reason = strdup_printf(
-                        "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch, %s; %s; "
+                        "BPF raw tracepoints writeback:folio_wait_writeback + sched_switch, %s; %s; %s; "
                         "fentry/fexit: %s",
                         classify ? "waits classified by caller"
                                  : "unclassified: /proc/kallsyms hides addresses",
-                        extras, fentry_error ?: "out of memory");
+                        shadows, direct, fentry_error ?: "out of memory");
         return p->reason ? 0 : -ENOMEM;
 }
 

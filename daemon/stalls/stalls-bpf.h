@@ -44,8 +44,8 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n);
  * -errno. */
 int stall_bpf_reset(StallBpf *p, const char *bdi_or_null);
 
-/* Whether shadow waits (stalls.h) are measured and O_DIRECT writes counted: their raw
- * tracepoints are attached. */
+/* Whether shadow waits (stalls.h) are measured and O_DIRECT writes counted: their programs are
+ * attached. */
 bool stall_bpf_shadows(const StallBpf *p);
 bool stall_bpf_direct(const StallBpf *p);
 

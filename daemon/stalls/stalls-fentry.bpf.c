@@ -252,3 +252,32 @@ int writeback_exit(__u64 *ctx) {
         wait_end(&done, now, 1);
         return 0;
 }
+
+struct bio {
+        struct block_device *bi_bdev;
+        unsigned int bi_opf;
+} __attribute__((preserve_access_index));
+
+#define REQ_OP_MASK 0xffU /* the operation: bi_opf's low 8 bits */
+#define REQ_OP_WRITE 1U
+
+/* void iomap_dio_bio_end_io(struct bio *bio): the end of each bio of an O_DIRECT read or write of
+ * ext4, xfs and others on iomap (the bio's own end_io, called through a pointer). Where the
+ * kernel has no tracepoint iomap:iomap_dio_rw_begin (6.1: __iomap_dio_rw and iomap_dio_rw have 7
+ * arguments, more than its trampolines take), user space attaches this one: it counts the write
+ * bios, per disk the bio was sent to (a large write may count several). */
+SEC("fentry/iomap_dio_bio_end_io")
+int direct_bio_end(__u64 *ctx) {
+        struct stall_bpf_key bk = { .kind = STALL_KIND_DIRECT };
+        struct bio *bio = (void *) ctx[0];
+        struct backing_dev_info *bdi;
+
+        if ((BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) != REQ_OP_WRITE)
+                return 0;
+        bdi = BPF_CORE_READ(bio, bi_bdev, bd_disk, bdi);
+        if (!bdi)
+                return 0;
+        bpf_probe_read_kernel_str(bk.bdi, sizeof(bk.bdi), bdi->dev_name);
+        hist_add(&bk, 0, 1, 1);
+        return 0;
+}
