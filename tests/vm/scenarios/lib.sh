@@ -224,17 +224,29 @@ bus_start() {
         dbus-daemon --config-file="$b/system.conf" --fork --nopidfile || die "dbus-daemon did not start"
         export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$b/socket
 }
-# daemon_start: stablepagesd in the background on that bus; waits for its bus name.
+# daemon_start: stablepagesd in the background on that bus; waits for its bus name and sets
+# DAEMON_PID to the daemon's own PID, from the bus ($! is the subshell that runs spd).
 daemon_start() {
         local i
         JOURNAL_STREAM=0:0 spd > /run/sp/daemon.log 2>&1 &
         for ((i = 0; i < 100; i++)); do
-                [ "$(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
-                        NameHasOwner s org.stablepages1 2> /dev/null)" = "b true" ] && return 0
+                DAEMON_PID=$(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+                        GetConnectionUnixProcessID s org.stablepages1 2> /dev/null | cut -d' ' -f2)
+                [ -n "$DAEMON_PID" ] && return 0
                 sleep 0.1
         done
         cat /run/sp/daemon.log
         die "stablepagesd did not take its bus name"
+}
+# daemon_stop: ends the daemon of daemon_start and waits until it is gone.
+daemon_stop() {
+        local i
+        kill "$DAEMON_PID" || die "kill stablepagesd $DAEMON_PID"
+        for ((i = 0; i < 100; i++)); do
+                kill -0 "$DAEMON_PID" 2> /dev/null || return 0
+                sleep 0.1
+        done
+        die "stablepagesd $DAEMON_PID did not exit within 10 s of SIGTERM"
 }
 ctl() { "$CTL" --no-pager "$@"; }
 

@@ -79,7 +79,6 @@ MetricsFile=/run/sp/metrics.prom
 MetricsIntervalSec=1"
 bus_start
 daemon_start
-daemon_pid=$!
 st() { ctl --json status md1 | jq -r ".[0].$1"; }
 learned_is() { [ "$(st learned)" = "$1" ]; }
 shadows_seen() { [ "$(st stalls.total.shadow_count)" -gt 0 ] 2> /dev/null; }
@@ -162,10 +161,11 @@ check "4. the daemon counted the O_DIRECT writes ($direct)" [ "${direct/null/0}"
 check "4. ... and reports them as a risk the flag cannot remove" \
         grep -q "O_DIRECT writes on md1 since the last check: a writer that changes its buffer" /run/sp/daemon.log
 umount /mnt/m
-kill "$daemon_pid" # it would keep stable writes on for the mirror now
+daemon_stop # it would keep stable writes on for the mirror now
 echo 0 > /sys/block/md1/queue/stable_writes
 md_action repair
 fresh_mount /dev/md1 /mnt/m
+check "4. md1 was mounted with the flag 0" flag_is md1 0
 line=$(hung_guard 60 "$RACE_WRITER" --pages 16 --seconds 3 --direct /mnt/m/direct) || die "race-writer --direct"
 say "  O_DIRECT writer, flag 0: $line"
 mismatch=$(check_end)
