@@ -199,12 +199,20 @@ storm() {
 }
 if part storm; then storm; fi
 
-# The daemon's memory, once the bus is quiet (the daemon gives memory back 1 s after a burst).
+# The daemon's memory, once the bus is quiet (the daemon gives memory back 1 s after a burst;
+# on a loaded machine it may still be answering the storm's backlog then, and a full-suite run
+# measured 1,964 KiB after 2 s where runs alone measure 680-850: up to 10 s are given).
 kill -0 "$SP_PID" 2>/dev/null || sp_fail "the daemon died ($fails other check(s) failed)"
 robust_call ListDevices >/dev/null || bad "the daemon does not answer after the storm"
+waited=2
 sleep 2
 rss_after=$(robust_rss "$SP_PID")
-sp_log "daemon RSS: $rss_before KiB before, $rss_after KiB after"
+while ((rss_after - rss_before > 1024 && waited < 10)); do
+        sleep 1
+        waited=$((waited + 1))
+        rss_after=$(robust_rss "$SP_PID")
+done
+sp_log "daemon RSS: $rss_before KiB before, $rss_after KiB after ($waited s after the storm)"
 if $asan; then
         sp_log "RSS not checked in an ASan build (it keeps freed memory in quarantine; LeakSanitizer checks at exit)"
 elif ((rss_after - rss_before > 1024)); then
