@@ -110,7 +110,6 @@ struct stall_bpf_globals {
                                               * the slots are no longer read) */
         unsigned long long frame_slots;      /* raw-tracepoint mode: the slots learned (stalls-tp.bpf.c) */
         unsigned long long nr_shadows;       /* inodes with shadow waits in progress; 0: the end returns */
-        unsigned long long lost_shadows;     /* shadow waits not recorded: the table of inodes was full */
         unsigned long long sym_ip;           /* symbolize: the address to name */
         long long sym_len;                   /* symbolize: what bpf_snprintf() returned */
         char sym_name[STALL_BPF_SYMBOL_LEN];

@@ -59,10 +59,6 @@ uint64_t stall_probe_lost_comms(StallProbe *p);
 bool stall_probe_shadows(const StallProbe *p);
 bool stall_probe_direct(const StallProbe *p);
 
-/* Shadow waits not recorded (BPF mode: the table of files with shadow waits in progress was
- * full): the shadow counts are lower bounds. Else 0. */
-uint64_t stall_probe_lost_shadows(StallProbe *p);
-
 /* Tracepoint hits that did not end in a sleep (the writeback completed between the check and
  * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
 uint64_t stall_probe_unmatched(StallProbe *p);

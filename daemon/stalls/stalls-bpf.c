@@ -667,10 +667,6 @@ bool stall_bpf_direct(const StallBpf *p) {
         return p->direct;
 }
 
-uint64_t stall_bpf_lost_shadows(const StallBpf *p) {
-        return p->globals->lost_shadows;
-}
-
 uint64_t stall_bpf_unmatched(const StallBpf *p) {
         return p->globals->unmatched;
 }

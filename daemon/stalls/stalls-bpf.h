@@ -49,9 +49,6 @@ int stall_bpf_reset(StallBpf *p, const char *bdi_or_null);
 bool stall_bpf_shadows(const StallBpf *p);
 bool stall_bpf_direct(const StallBpf *p);
 
-/* Shadow waits not recorded: the table of files with shadow waits in progress was full. */
-uint64_t stall_bpf_lost_shadows(const StallBpf *p);
-
 /* The programs' counters: as stall_probe_lost(), stall_probe_lost_comms() and
  * stall_probe_unmatched() describe them. */
 uint64_t stall_bpf_lost(const StallBpf *p);
@@ -95,9 +92,6 @@ static inline bool stall_bpf_shadows(const StallBpf *p) {
 }
 static inline bool stall_bpf_direct(const StallBpf *p) {
         return false;
-}
-static inline uint64_t stall_bpf_lost_shadows(const StallBpf *p) {
-        return 0;
 }
 static inline uint64_t stall_bpf_unmatched(const StallBpf *p) {
         return 0;

@@ -365,8 +365,8 @@ struct shadow {
 
 struct {
         __uint(type, BPF_MAP_TYPE_LRU_HASH);
-        /* Files with shadow waits at once; the least recently used record makes room, and a new
-         * one that finds none is counted in `lost_shadows`. */
+        /* Files with shadow waits at once: the least recently used record makes room (with more
+         * files in writeback at once, a record in progress may go, and its waits with it). */
         __uint(max_entries, 4096);
         __type(key, __u64); /* the inode's address */
         __type(value, struct shadow);
@@ -442,8 +442,6 @@ static __always_inline int shadow_begin(struct folio *folio, struct address_spac
         shadow_start(&n, mapping, inode, now);
         if (bpf_map_update_elem(&shadows, &inode, &n, BPF_NOEXIST) == 0)
                 __sync_fetch_and_add(&globals.nr_shadows, 1);
-        else
-                __sync_fetch_and_add(&globals.lost_shadows, 1);
         return 0;
 }
 

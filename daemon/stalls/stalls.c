@@ -145,10 +145,6 @@ bool stall_probe_direct(const StallProbe *p) {
         return p->mode == STALL_PROBE_BPF && stall_bpf_direct(p->bpf);
 }
 
-uint64_t stall_probe_lost_shadows(StallProbe *p) {
-        return p->mode == STALL_PROBE_BPF ? stall_bpf_lost_shadows(p->bpf) : 0;
-}
-
 uint64_t stall_probe_unmatched(StallProbe *p) {
         return p->mode == STALL_PROBE_BPF ? stall_bpf_unmatched(p->bpf) : 0;
 }
