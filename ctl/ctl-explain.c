@@ -15,7 +15,7 @@
 /* What explain shows of a disk: its Device properties, from one GetDeviceProperties call. */
 typedef struct DeviceView {
         char *name, *need, *kind, *devnum, *desired, *source, *decision, *setting;
-        char *stall_reason, *learned, *learned_reason, *cost_on, *cost_off;
+        char *stall_reason, *shadow_reason, *learned, *learned_reason, *cost_on, *cost_off;
         char *override_scope, *override_binding, *override_source, *stable_id;
         char **reasons;
         char **mounts; /* one line each */
@@ -35,6 +35,7 @@ static void device_view_done(DeviceView *v) {
         free(v->decision);
         free(v->setting);
         free(v->stall_reason);
+        free(v->shadow_reason);
         free(v->learned);
         free(v->learned_reason);
         free(v->cost_on);
@@ -78,6 +79,7 @@ static const struct {
         { "DecisionReason", 's', offsetof(DeviceView, decision) },
         { "Setting", 's', offsetof(DeviceView, setting) },
         { "StallReason", 's', offsetof(DeviceView, stall_reason) },
+        { "StallShadowReason", 's', offsetof(DeviceView, shadow_reason) },
         { "Learned", 's', offsetof(DeviceView, learned) },
         { "LearnedReason", 's', offsetof(DeviceView, learned_reason) },
         { "KernelFlag", 'i', offsetof(DeviceView, flag) },
@@ -205,7 +207,8 @@ static void explain_stalls(const DeviceView *v) {
                        " in the window\n",
                        "shadows:", v->shadow_count, format_usec(v->shadow_p99, a), v->wshadow_count);
         else if (v->measured)
-                printf("  %-9snot measured by this probe\n", "shadows:");
+                printf("  %-9snot measured: %s\n",
+                       "shadows:", isempty(v->shadow_reason) ? "not by this probe" : v->shadow_reason);
         if (v->measured && v->direct != STALL_UNMEASURED_USEC && v->direct > 0)
                 printf("  %-9s%" PRIu64 " O_DIRECT writes since the probe started\n", "direct:", v->direct);
         if (v->measured && !isempty(v->stall_reason))

@@ -365,6 +365,18 @@ static int property_get_stall_reason(sd_bus *bus, const char *path, const char *
         return r < 0 ? r : bus_append_string_escaped(reply, f->reason);
 }
 
+static int property_get_stall_shadow_reason(sd_bus *bus, const char *path, const char *interface,
+                                            const char *property, sd_bus_message *reply, void *userdata,
+                                            sd_bus_error *error) {
+        BusService *b = device_service(bus);
+        const StallFigures *f;
+        int r = device_stall_figures(bus, userdata, &f);
+        if (r < 0)
+                return r;
+        return bus_append_string_escaped(
+                reply, f->measured && f->total.has_shadows ? "" : manager_shadows_reason(b->manager));
+}
+
 static int property_get_cost(sd_bus *bus, const char *path, const char *interface, const char *property,
                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const StallFigures *f;
@@ -416,6 +428,7 @@ const sd_bus_vtable device_vtable[] = {
         STALL_PROPERTY("StallReason", "s", stall_reason),
         /* Shadow waits: what stable writes would cost while they are off (not waits that happened). */
         STALL_PROPERTY("StallShadowMeasured", "b", stall_shadow_measured),
+        STALL_PROPERTY("StallShadowReason", "s", stall_shadow_reason),
         STALL_PROPERTY("StallShadowCount", "t", stall_shadow_count),
         STALL_PROPERTY("StallShadowP99USec", "t", stall_shadow_p99_usec),
         STALL_PROPERTY("StallWindowShadowCount", "t", stall_window_shadow_count),

@@ -272,6 +272,7 @@ void manager_publish_devices(Manager *m, const bool *only) {
                 r = manager_update_consumers(m);
                 if (r < 0)
                         log_error_errno(r, "Cannot work out what each consumer of the disks took: %m");
+                manager_update_shadows(m);
         }
 
         for (size_t i = 0; i < manager_n_devices(m); i++) {

@@ -34,6 +34,7 @@ static StallStats stall_stats_empty(const Manager *m, dev_t devnum) {
         return (StallStats){ .devnum = devnum,
                              .has_durations = bpf,
                              .has_shadows = bpf && stall_probe_shadows(m->probe),
+                             .shadow_epoch = bpf ? stall_probe_shadow_epoch(m->probe) : 0,
                              .has_direct = bpf && stall_probe_direct(m->probe) };
 }
 
@@ -151,7 +152,7 @@ static int adapt_decide(Manager *m, EngineDevice *d, DeviceStalls *s, uint64_t n
                 .p99_usec = p99,
                 .max_usec = win.max_usec,
                 .shadows_measured = win.has_shadows,
-                .shadows_reason = manager_stall_reason(m),
+                .shadows_reason = manager_shadows_reason(m),
                 .shadow_count = win.shadow_count,
                 .shadow_p99_usec = shadow_p99,
                 .shadow_max_usec = win.shadow_max_usec,
@@ -369,6 +370,50 @@ const char *manager_stall_reason(const Manager *m) {
         return m->probe ? stall_probe_mode_reason(m->probe) : "the stall probe is not started yet";
 }
 
+bool manager_shadows_gated(const Manager *m) {
+        return m->probe && stall_probe_shadows_available(m->probe) && !stall_probe_shadows(m->probe);
+}
+
+const char *manager_shadows_reason(const Manager *m) {
+        return manager_shadows_gated(m) ? "shadow waits are measured only while a disk that may need "
+                                          "stable writes runs without them, and none does now"
+                                        : manager_stall_reason(m);
+}
+
+void manager_update_shadows(Manager *m) {
+        const EngineDevice *why = NULL;
+        int r;
+
+        if (!m->probe || !stall_probe_shadows_available(m->probe))
+                return;
+        for (size_t i = 0; i < manager_n_devices(m) && !why; i++)
+                if (disk_wants_shadows(manager_device(m, i), manager_device_consumers(m, i)))
+                        why = manager_device(m, i);
+        if (!!why == stall_probe_shadows(m->probe) && m->shadows_wanted == !!why)
+                return;
+        r = stall_probe_set_shadows(m->probe, why);
+        if (r < 0) {
+                if (m->shadows_wanted == SHADOWS_ATTACH_FAILED)
+                        return; /* said once; tried again at each change of the disks */
+                m->shadows_wanted = SHADOWS_ATTACH_FAILED;
+                log_warning_errno(r,
+                                  "Cannot attach the programs of shadow waits, though %s (need %s) runs "
+                                  "without stable writes: what they would cost it is not measured: %m",
+                                  why->facts->name, need_to_string(why->class.need));
+                return;
+        }
+        if (m->shadows_wanted == !!why)
+                return;
+        m->shadows_wanted = !!why;
+        if (why)
+                log_info("Stall probe: shadow waits measured from now on: %s (need %s) runs without stable "
+                         "writes.",
+                         why->facts->name, need_to_string(why->class.need));
+        else
+                log_info("Stall probe: shadow waits not measured: no disk that may need stable writes runs "
+                         "without them (their programs would cost every writer of a page under writeback).");
+}
+
 /* The probe's counts of every disk as of this iteration of the event loop: read from the
  * probe at the first call of an iteration, shared by the calls after it (a GetAll, a
  * ListDevices over every disk). */
@@ -480,6 +525,7 @@ int manager_device_cost(Manager *m, const EngineDevice *d, char **ret_on, char *
                 .count = window.count,
                 .p99_usec = p99,
                 .shadows_measured = window.has_shadows,
+                .shadows_unmeasured = manager_shadows_gated(m) ? manager_shadows_reason(m) : NULL,
                 .shadow_count = window.shadow_count,
                 .shadow_p99_usec = shadow_p99,
                 .mirror = mirror,

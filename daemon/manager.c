@@ -405,6 +405,7 @@ int manager_new(const EngineOptions *options, Manager **ret) {
         if (!m)
                 return -ENOMEM;
         m->in_force_lock = -EBADF;
+        m->shadows_wanted = -1;
         r = engine_init(&m->engine, options);
         if (r < 0)
                 return r;
@@ -462,6 +463,8 @@ static int on_probe_start(sd_event_source *s, void *userdata) {
         m->stall_poll_usec = now_usec_boottime();
         log_full(manager_stall_mode(m) == STALL_PROBE_BPF ? LOG_INFO : LOG_WARNING, "Stall probe: %s (%s).",
                  stall_probe_mode_to_string(manager_stall_mode(m)), manager_stall_reason(m));
+        if (m->scanned)
+                manager_update_shadows(m);
         r = manager_arm_stall_timers(m);
         if (r < 0)
                 log_error_errno(r, "Cannot arm the stall and metrics timers, stall figures stop: %m");

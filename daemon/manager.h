@@ -102,7 +102,9 @@ struct Manager {
         manager_event_handler_t handler;
         void *handler_userdata;
 
-        StallProbe *probe; /* the stall observatory (mode may be "unavailable") */
+        StallProbe *probe;  /* the stall observatory (mode may be "unavailable") */
+        int shadows_wanted; /* what manager_update_shadows() last decided and logged: -1 nothing yet,
+                             * 0 off, 1 on, SHADOWS_ATTACH_FAILED */
         sd_event_source *probe_start, *stall_timer, *metrics_timer;
         int metrics_error;    /* of the last MetricsFile= write: logged when it changes */
         DeviceStalls *stalls; /* disks the probe or the policy looked at */
@@ -198,6 +200,19 @@ const DeviceConsumers *manager_device_consumers(const Manager *m, size_t i);
 /* The stall probe's mode, and why: "unavailable" before the probe is started. */
 StallProbeMode manager_stall_mode(const Manager *m);
 const char *manager_stall_reason(const Manager *m);
+
+/* Whether the probe could measure shadow waits but has their programs detached (no disk that
+ * may need stable writes runs without them), and why shadow waits are not measured: that, or
+ * the probe's mode reason. */
+bool manager_shadows_gated(const Manager *m);
+const char *manager_shadows_reason(const Manager *m);
+
+#define SHADOWS_ATTACH_FAILED 2
+
+/* Attaches the probe's shadow programs while some disk that may need stable writes runs without
+ * them (disk_wants_shadows()), detaches them otherwise (they cost every writer of a page under
+ * writeback); logs each change. */
+void manager_update_shadows(Manager *m);
 
 /* The stall figures of disk d: *ret_total since the probe started or was reset, as the probe
  * counts them now (read once per event loop iteration), *ret_window over the last

@@ -63,6 +63,17 @@ bool disk_in_force_now(const Engine *e, const DeviceFacts *f) {
         return stable_writes_in_force(&now, e->kernel);
 }
 
+bool disk_wants_shadows(const EngineDevice *d, const DeviceConsumers *c) {
+        if (d->class.need == NEED_NONE)
+                return false;
+        if (!d->class.in_force)
+                return true;
+        for (size_t i = 0; c && i < c->n; i++)
+                if (!c->items[i].in_force)
+                        return true;
+        return false;
+}
+
 void consumer_done(Consumer *c) {
         free(c->name);
         free(c->what);

@@ -133,6 +133,11 @@ void consumer_done(Consumer *c);
  * status; "-" when none. NULL on -ENOMEM. */
 char *consumers_summary(const DeviceConsumers *c);
 
+/* Whether disk d may need stable writes (its need is not none) and runs without them: its flag
+ * is off, or a consumer in c (may be NULL) did not capture them. Only then are shadow waits
+ * (what stable writes would cost it) worth their price. */
+bool disk_wants_shadows(const EngineDevice *d, const DeviceConsumers *c);
+
 /* Whether stable writes are in force on disk f right now, for a consumer starting now: the flag
  * is read again (the engine's facts may be older). */
 bool disk_in_force_now(const Engine *e, const DeviceFacts *f);

@@ -267,9 +267,12 @@ int policy_cost(const CostInput *in, char **ret_on, char **ret_off) {
                                              " waits)",
                                              format_usec(in->p99_usec, p99), window, in->count);
         else if (!in->shadows_measured)
-                on = strdup_printf("not measured: shadow waits (what writers would wait) need the BPF probe "
-                                   "on a kernel with the tracepoints writeback:writeback_dirty_folio and "
-                                   "writeback:sb_clear_inode_writeback");
+                on = in->shadows_unmeasured
+                             ? strdup_printf("not measured (%s)", in->shadows_unmeasured)
+                             : strdup_printf("not measured: shadow waits (what writers would wait) need the "
+                                             "BPF probe on a kernel with the tracepoints "
+                                             "writeback:writeback_dirty_folio and "
+                                             "writeback:sb_clear_inode_writeback");
         else
                 on = in->shadow_count == 0
                              ? strdup_printf("writers would not have waited: no page was written under "

@@ -123,6 +123,7 @@ typedef struct CostInput {
         uint64_t window_usec;
         uint64_t count, p99_usec;               /* real waits in the window */
         bool shadows_measured;                  /* shadow waits are measured */
+        const char *shadows_unmeasured;         /* why not, when not */
         uint64_t shadow_count, shadow_p99_usec; /* shadow waits in the window */
         bool mirror;                            /* an md raid1/raid10: the figures below */
         uint64_t shadow_pages;                  /* since the last check */

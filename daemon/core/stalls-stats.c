@@ -169,7 +169,8 @@ int stall_stats_subtract(const StallStats *now, const StallStats *before, StallS
         }
         if (d.has_durations && top >= 0)
                 d.max_usec = MIN(now->max_usec, stall_hist_bucket_upper_usec((unsigned) top));
-        d.has_shadows = now->has_shadows && before->has_shadows;
+        d.has_shadows = now->has_shadows && before->has_shadows && now->shadow_epoch == before->shadow_epoch;
+        d.shadow_epoch = now->shadow_epoch;
         d.shadow_count = now->shadow_count - before->shadow_count;
         d.shadow_sum_usec = now->shadow_sum_usec - before->shadow_sum_usec;
         top = -1;

@@ -160,8 +160,11 @@ typedef struct StallStats {
          * until the writeback of its file ended (an upper bound of the page's own). What turning
          * stable writes on would cost, and on a mirror the pages whose legs may differ. BPF mode
          * only, on kernels with the tracepoints writeback:writeback_dirty_folio and
-         * writeback:sb_clear_inode_writeback (has_shadows). */
+         * writeback:sb_clear_inode_writeback, while the daemon has their programs attached
+         * (has_shadows; shadow_epoch counts the attachments: figures of two epochs are no
+         * window). */
         bool has_shadows;
+        uint32_t shadow_epoch;
         uint64_t shadow_count;
         uint64_t shadow_sum_usec;
         uint64_t shadow_max_usec;

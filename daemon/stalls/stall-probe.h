@@ -59,6 +59,15 @@ uint64_t stall_probe_lost_comms(StallProbe *p);
 bool stall_probe_shadows(const StallProbe *p);
 bool stall_probe_direct(const StallProbe *p);
 
+/* Shadow waits cost a writer that rewrites pages under writeback up to a tenth of its loops
+ * (tests/bench/probe-overhead): their programs start attached, and the daemon detaches them
+ * while no disk needs the figures. stall_probe_set_shadows() attaches (on) or detaches them;
+ * returns 0, -EOPNOTSUPP (not in BPF mode, or the kernel lacks their tracepoints) or -errno.
+ * Available: they could be attached. The epoch counts their attachments (StallStats). */
+int stall_probe_set_shadows(StallProbe *p, bool on);
+bool stall_probe_shadows_available(const StallProbe *p);
+uint32_t stall_probe_shadow_epoch(const StallProbe *p);
+
 /* Tracepoint hits that did not end in a sleep (the writeback completed between the check and
  * the sleep): not waits, not counted. BPF mode only (tracefs counts them as waits); else 0. */
 uint64_t stall_probe_unmatched(StallProbe *p);

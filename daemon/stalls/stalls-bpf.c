@@ -35,7 +35,10 @@ struct StallBpf {
         char *reason;                     /* what the probe measures, for the mode reason */
         int shadow_progs[2], direct_prog; /* the optional raw tracepoints (stalls.bpf.h) */
         int shadow_links[2], direct_link; /* ... attached, or -1 */
+        int shadows_fd;                   /* the map of shadow waits in progress */
+        bool shadows_available;           /* the kernel has the shadow tracepoints */
         bool shadows, direct;             /* shadow waits and O_DIRECT writes are counted */
+        uint32_t shadow_epoch;            /* attachments of the shadow programs so far */
         bool symbolizer;                  /* the symbolize program names addresses, not kallsyms */
         StallStackKind *stack_kinds;      /* the kinds of pending_stacks' entries, once resolved */
         size_t n_stack_kinds;
@@ -202,6 +205,7 @@ static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_reason
                 (p)->shadow_progs[0] = (s)->progs.shadow_dirty.prog_fd;                                     \
                 (p)->shadow_progs[1] = (s)->progs.shadow_clear.prog_fd;                                     \
                 (p)->direct_prog = (s)->progs.direct_write.prog_fd;                                         \
+                (p)->shadows_fd = (s)->maps.shadows.map_fd;                                                 \
                 (p)->globals = &(s)->bss->globals;                                                          \
         } while (0)
 
@@ -211,29 +215,41 @@ static int raw_tp_attach(const char *tp, int prog_fd) {
         return fd < 0 ? -errno : fd;
 }
 
-/* The optional programs of either mode: shadow waits on their raw tracepoints (both or neither).
- * Returns what the mode reason says of them. */
-static const char *bpf_attach_shadows(StallBpf *p) {
-        static const char *const shadow_tps[2] = { "writeback_dirty_folio", "sb_clear_inode_writeback" };
+static void bpf_detach_shadows(StallBpf *p) {
+        for (size_t i = 0; i < 2; i++)
+                if (p->shadow_links[i] >= 0) {
+                        (void) close(p->shadow_links[i]);
+                        p->shadow_links[i] = -1;
+                }
+        p->shadows = false;
+}
+
+/* Attaches the shadow programs (both or neither), the end first, after forgetting the records
+ * of waits in progress: their ends may have passed while the programs were detached. Returns 0
+ * or -errno. */
+static int bpf_attach_shadows(StallBpf *p) {
+        static const char *const shadow_tps[2] = { "sb_clear_inode_writeback", "writeback_dirty_folio" };
+        const int progs[2] = { p->shadow_progs[1], p->shadow_progs[0] };
+        uint64_t key;
         int r;
 
-        p->shadow_links[0] = p->shadow_links[1] = -1;
+        while (bpf_map_get_next_key(p->shadows_fd, NULL, &key) == 0)
+                if (bpf_map_delete_elem(p->shadows_fd, &key) < 0)
+                        break;
+        p->globals->nr_shadows = 0;
         for (size_t i = 0; i < 2; i++) {
-                r = raw_tp_attach(shadow_tps[i], p->shadow_progs[i]);
+                r = raw_tp_attach(shadow_tps[i], progs[i]);
                 if (r < 0) {
                         log_debug_errno(r, "Stall probe: no shadow waits: raw tracepoint %s: %m",
                                         shadow_tps[i]);
-                        if (p->shadow_links[0] >= 0)
-                                (void) close(p->shadow_links[0]);
-                        p->shadow_links[0] = -1;
-                        break;
+                        bpf_detach_shadows(p);
+                        return r;
                 }
                 p->shadow_links[i] = r;
         }
-        p->shadows = p->shadow_links[1] >= 0;
-        return p->shadows ? "shadow waits measured"
-                          : "no shadow waits (no tracepoints writeback:writeback_dirty_folio and "
-                            "writeback:sb_clear_inode_writeback)";
+        p->shadows = true;
+        p->shadow_epoch++;
+        return 0;
 }
 
 /* O_DIRECT writes: the raw tracepoint iomap:iomap_dio_rw_begin (6.2+), else, in the fentry mode,
@@ -304,7 +320,12 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
                 STALL_BPF_TAKE(p, p->fentry);
         else
                 STALL_BPF_TAKE(p, p->tp);
-        const char *shadows = bpf_attach_shadows(p);
+        p->shadow_links[0] = p->shadow_links[1] = -1;
+        p->shadows_available = bpf_attach_shadows(p) >= 0;
+        const char *shadows = p->shadows_available ? "shadow waits measurable"
+                                                   : "no shadow waits (no tracepoints "
+                                                     "writeback:writeback_dirty_folio and "
+                                                     "writeback:sb_clear_inode_writeback)";
         const char *direct = bpf_attach_direct(p, fentry ? p->fentry->progs.direct_bio_end.prog_fd : -1);
 
         r = libbpf_num_possible_cpus();
@@ -462,6 +483,7 @@ static StallStats *stats_find_or_add(const StallBpf *p, StallStats **list, size_
         *s = (StallStats){ .has_durations = true,
                            .classified = p->classified,
                            .has_shadows = p->shadows,
+                           .shadow_epoch = p->shadow_epoch,
                            .has_direct = p->direct };
         memcpy(s->bdi, bdi, sizeof(s->bdi));
         s->bdi[sizeof(s->bdi) - 1] = '\0';
@@ -661,6 +683,26 @@ uint64_t stall_bpf_lost_comms(const StallBpf *p) {
 
 bool stall_bpf_shadows(const StallBpf *p) {
         return p->shadows;
+}
+
+int stall_bpf_set_shadows(StallBpf *p, bool on) {
+        if (!p->shadows_available)
+                return -EOPNOTSUPP;
+        if (on == p->shadows)
+                return 0;
+        if (!on) {
+                bpf_detach_shadows(p);
+                return 0;
+        }
+        return bpf_attach_shadows(p);
+}
+
+bool stall_bpf_shadows_available(const StallBpf *p) {
+        return p->shadows_available;
+}
+
+uint32_t stall_bpf_shadow_epoch(const StallBpf *p) {
+        return p->shadow_epoch;
 }
 
 bool stall_bpf_direct(const StallBpf *p) {

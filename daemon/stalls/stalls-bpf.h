@@ -49,6 +49,14 @@ int stall_bpf_reset(StallBpf *p, const char *bdi_or_null);
 bool stall_bpf_shadows(const StallBpf *p);
 bool stall_bpf_direct(const StallBpf *p);
 
+/* Attaches (on) or detaches the shadow programs; they start attached. Returns 0, -EOPNOTSUPP
+ * (the kernel lacks their tracepoints) or -errno. */
+int stall_bpf_set_shadows(StallBpf *p, bool on);
+bool stall_bpf_shadows_available(const StallBpf *p);
+
+/* How many times the shadow programs were attached (StallStats.shadow_epoch). */
+uint32_t stall_bpf_shadow_epoch(const StallBpf *p);
+
 /* The programs' counters: as stall_probe_lost(), stall_probe_lost_comms() and
  * stall_probe_unmatched() describe them. */
 uint64_t stall_bpf_lost(const StallBpf *p);
@@ -92,6 +100,15 @@ static inline bool stall_bpf_shadows(const StallBpf *p) {
 }
 static inline bool stall_bpf_direct(const StallBpf *p) {
         return false;
+}
+static inline int stall_bpf_set_shadows(StallBpf *p, bool on) {
+        return -EOPNOTSUPP;
+}
+static inline bool stall_bpf_shadows_available(const StallBpf *p) {
+        return false;
+}
+static inline uint32_t stall_bpf_shadow_epoch(const StallBpf *p) {
+        return 0;
 }
 static inline uint64_t stall_bpf_unmatched(const StallBpf *p) {
         return 0;

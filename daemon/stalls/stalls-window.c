@@ -38,6 +38,7 @@ int stall_window_push_empty(StallWindow *w, uint64_t usec, const StallStats *s) 
                              .has_durations = s->has_durations,
                              .classified = s->classified,
                              .has_shadows = s->has_shadows,
+                             .shadow_epoch = s->shadow_epoch,
                              .has_direct = s->has_direct };
 
         memcpy(empty.bdi, s->bdi, sizeof(empty.bdi));

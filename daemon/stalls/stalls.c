@@ -141,6 +141,18 @@ bool stall_probe_shadows(const StallProbe *p) {
         return p->mode == STALL_PROBE_BPF && stall_bpf_shadows(p->bpf);
 }
 
+bool stall_probe_shadows_available(const StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF && stall_bpf_shadows_available(p->bpf);
+}
+
+uint32_t stall_probe_shadow_epoch(const StallProbe *p) {
+        return p->mode == STALL_PROBE_BPF ? stall_bpf_shadow_epoch(p->bpf) : 0;
+}
+
+int stall_probe_set_shadows(StallProbe *p, bool on) {
+        return p->mode == STALL_PROBE_BPF ? stall_bpf_set_shadows(p->bpf, on) : -EOPNOTSUPP;
+}
+
 bool stall_probe_direct(const StallProbe *p) {
         return p->mode == STALL_PROBE_BPF && stall_bpf_direct(p->bpf);
 }
@@ -194,6 +206,7 @@ int stall_probe_read(StallProbe *p, dev_t devnum, StallStats *ret) {
                 .has_durations = p->mode == STALL_PROBE_BPF,
                 .classified = p->classified,
                 .has_shadows = stall_probe_shadows(p),
+                .shadow_epoch = stall_probe_shadow_epoch(p),
                 .has_direct = stall_probe_direct(p),
         };
         size_t n;

@@ -6,8 +6,10 @@
  * under the probe's cost in that mode.
  *   floor-tp:     raw tracepoints sched_switch and folio_wait_writeback (stalls-tp.bpf.c);
  *   floor-fentry: fentry folio_wait_stable and __filemap_fdatawait_range, tp_btf
- *                 folio_wait_writeback, fexit folio_wait_bit (stalls-fentry.bpf.c).
- * Usage: probe-floor tp|fentry READY-FILE. Exits 1 naming the program the kernel refused. */
+ *                 folio_wait_writeback, fexit folio_wait_bit (stalls-fentry.bpf.c);
+ *   floor-shadow: raw tracepoints writeback_dirty_folio and sb_clear_inode_writeback, where
+ *                 both modes measure shadow waits (stalls.bpf.h).
+ * Usage: probe-floor tp|fentry|shadow READY-FILE. Exits 1 naming the program the kernel refused. */
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <errno.h>
@@ -26,6 +28,11 @@ typedef struct FloorProgram {
 static const FloorProgram tp_programs[] = {
         { "floor_switch", "sched_switch", BPF_PROG_TYPE_RAW_TRACEPOINT },
         { "floor_wait_tp", "folio_wait_writeback", BPF_PROG_TYPE_RAW_TRACEPOINT },
+};
+
+static const FloorProgram shadow_programs[] = {
+        { "floor_dirty", "writeback_dirty_folio", BPF_PROG_TYPE_RAW_TRACEPOINT },
+        { "floor_clear", "sb_clear_inode_writeback", BPF_PROG_TYPE_RAW_TRACEPOINT },
 };
 
 static const FloorProgram fentry_programs[] = {
@@ -87,13 +94,17 @@ int main(int argc, char *argv[]) {
         FILE *ready;
         int sig;
 
-        if (argc != 3 || (strcmp(argv[1], "tp") != 0 && strcmp(argv[1], "fentry") != 0)) {
-                fprintf(stderr, "usage: %s tp|fentry READY-FILE\n", argv[0]);
+        if (argc != 3 || (strcmp(argv[1], "tp") != 0 && strcmp(argv[1], "fentry") != 0 &&
+                          strcmp(argv[1], "shadow") != 0)) {
+                fprintf(stderr, "usage: %s tp|fentry|shadow READY-FILE\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[1], "tp") == 0) {
                 programs = tp_programs;
                 n_programs = sizeof(tp_programs) / sizeof(tp_programs[0]);
+        } else if (strcmp(argv[1], "shadow") == 0) {
+                programs = shadow_programs;
+                n_programs = sizeof(shadow_programs) / sizeof(shadow_programs[0]);
         } else {
                 programs = fentry_programs;
                 n_programs = sizeof(fentry_programs) / sizeof(fentry_programs[0]);

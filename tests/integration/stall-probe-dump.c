@@ -9,7 +9,8 @@
  * count, the percentiles, hist and comms are the stable-pages waits; sync_* are data-integrity
  * waits (fsync...), other_* truncation/reclaim/migration waits; "shadows" says whether shadow
  * waits are measured, shadow_* are they (stalls.h); direct_count the O_DIRECT writes.
- * In mode "unavailable" devices is null (nothing was measured). */
+ * In mode "unavailable" devices is null (nothing was measured). --no-shadows detaches the
+ * programs of shadow waits, as the daemon does while no disk needs them. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -74,12 +75,14 @@ int main(int argc, char *argv[]) {
                 { "ready-file", required_argument, NULL, 'r' },
                 { "duration", required_argument, NULL, 'd' },
                 { "debug", no_argument, NULL, 'D' },
+                { "no-shadows", no_argument, NULL, 'S' },
                 {},
         };
         _cleanup_stall_probe_free_ StallProbe *p = NULL;
         _cleanup_free_ StallStats *list = NULL;
         const char *ready = NULL;
         long long duration = -1;
+        bool shadows = true;
         sigset_t mask;
         size_t n = 0;
         int c, r;
@@ -99,6 +102,9 @@ int main(int argc, char *argv[]) {
                 case 'D':
                         log_set_max_level(LOG_DEBUG);
                         break;
+                case 'S':
+                        shadows = false;
+                        break;
                 default:
                         return 2;
                 }
@@ -114,6 +120,8 @@ int main(int argc, char *argv[]) {
         r = stall_probe_new(&p);
         if (r < 0)
                 return log_error_errno(r, "stall_probe_new: %m"), 1;
+        if (!shadows && stall_probe_shadows_available(p) && (r = stall_probe_set_shadows(p, false)) < 0)
+                return log_error_errno(r, "detaching the shadow programs: %m"), 1;
         (void) getrusage(RUSAGE_SELF, &after);
         wall = now_usec_monotonic() - wall;
         fprintf(stderr, "stall probe mode %s: %s\n", stall_probe_mode_to_string(stall_probe_mode(p)),

@@ -78,6 +78,15 @@ grep -q "state/learned: ignoring what was learned for name:$loop: a kernel name 
         "$SP_TMP/daemon.log" || sp_fail "no log line naming the record keyed by the kernel name"
 [ "$(stalls_dev_prop "$loop" StallMeasured)" = true ] || sp_fail "StallMeasured is not true"
 [ "$(stalls_dev_prop "$loop" StallCount)" = 0 ] || sp_fail "StallCount is not 0 before the writer"
+# Shadow waits are measured only while a disk that may need stable writes runs without them. The
+# loop's flag is 1 now, but its own page cache took the 0 it had when it appeared: they are.
+[ "$("$CTL" --json status "$loop" | jq -r '.[0].consumers[] | select(.kind == "page-cache") | .captured')" = off ] ||
+        sp_fail "the loop's page cache did not take its flag at the add: $("$CTL" --json status "$loop")"
+sp_wait_for 3000 "StallShadowMeasured true" sh -c \
+        "busctl --system get-property org.stablepages1 /org/stablepages1/device/$loop org.stablepages1.Device StallShadowMeasured | grep -qx 'b true'" >/dev/null
+grep -Eq "Stall probe: shadow waits measured from now on: [a-z0-9]+ \(need (recommended|required|unknown)\) runs without stable writes\." \
+        "$SP_TMP/daemon.log" || sp_fail "no log line saying why shadow waits are measured"
+[ "$(stalls_dev_prop "$loop" StallShadowReason)" = '""' ] || sp_fail "StallShadowReason is not empty while they are measured"
 
 busctl --system monitor --match "type='signal',member='BudgetExceeded'" >"$SP_TMP/signals" 2>&1 &
 sp_defer "kill $!"

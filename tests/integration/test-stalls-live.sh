@@ -35,6 +35,26 @@ stalls_daemon_start
 probe=$(busctl --system get-property org.stablepages1 /org/stablepages1 org.stablepages1.Manager StallProbe | cut -d'"' -f2)
 [ "$probe" = bpf ] || sp_skip "the stall probe is in mode $probe, not bpf"
 
+# The programs of shadow waits (what stable writes would cost) are attached only while a disk that
+# may need stable writes (need not none) runs without them: its flag, or a consumer that took off.
+# The loop needs none; whether another disk of the machine does is read from devices.json.
+sp_wait_for 3000 "the daemon's word on shadow waits" \
+        grep -Eq "Stall probe: shadow waits (not measured|measured from now on)" "$SP_TMP/daemon.log" >/dev/null
+wanting=$(jq -r '[.devices[] | select(.need != "none") |
+                  select(.in_force == false or any(.consumers[]?; .in_force == false)) | .name] | join(" ")' \
+        "$SP_RUNTIME/devices.json")
+measured=$(stalls_dev_prop "$loop" StallShadowMeasured)
+if [ -z "$wanting" ]; then
+        [ "$measured" = false ] || sp_fail "shadow waits measured, though no disk that may need stable writes runs without them"
+        grep -q "Stall probe: shadow waits not measured: no disk that may need stable writes runs without them" \
+                "$SP_TMP/daemon.log" || sp_fail "no log line saying shadow waits are not measured"
+        "$CTL" --no-pager explain "$loop" | grep -q "^  shadows: *not measured: shadow waits are measured only while a disk that may need stable writes runs without them, and none does now$" ||
+                sp_fail "explain does not say why shadow waits are not measured: $("$CTL" --no-pager explain "$loop")"
+else
+        sp_log "disks of this machine that want shadow waits: $wanting"
+        [ "$measured" = true ] || sp_fail "shadow waits not measured, though $wanting may need stable writes and run without them"
+fi
+
 # The waits of the disk as each reader shows them, one per line.
 readers() {
         "$CTL" --no-pager --json stats "$loop" | jq -r '.[0].stalls.total.count'

@@ -124,6 +124,9 @@ static void test_added_0_then_set_1(void) {
         }
         const Consumer *m = find(&c, CONSUMER_FILESYSTEM, "/mnt/t");
         CHECK(m && m->captured == 1 && m->in_force && !m->hazard && m->origin == CAPTURE_OBSERVED);
+        /* The flag is on, but the page cache runs without: shadow waits are wanted. */
+        CHECK(disk_wants_shadows(d, &c));
+        CHECK(!disk_wants_shadows(d, NULL));
         /* Mounted before the daemon saw it, and the flag moved since the add: assumed, said so. */
         m = find(&c, CONSUMER_FILESYSTEM, "/mnt/old");
         CHECK(m && m->captured == 1 && m->origin == CAPTURE_ASSUMED);
@@ -196,6 +199,7 @@ static void test_added_1_then_set_0(const char *fixture, const char *kernel) {
         CHECK_INT(c.hazards, 1);
         _cleanup_free_ char *summary = consumers_summary(&c);
         CHECK_STR(summary, "cache:on swap:off!");
+        CHECK(disk_wants_shadows(d, NULL)); /* the flag is off */
 }
 
 /* Seen first after its add (the daemon started later, the rule did not run): assumed. */
@@ -336,6 +340,14 @@ static void test_zram(void) {
         CHECK(p && p->captured == 1 && p->in_force && !p->hazard && p->origin == CAPTURE_KERNEL);
         if (p)
                 CHECK_CONTAINS(p->note, "zram_add() sets stable writes before it adds the disk");
+        /* Required and in force for every consumer: no shadow waits. */
+        CHECK_INT(d->class.need, NEED_REQUIRED);
+        CHECK(!disk_wants_shadows(d, &c));
+        /* A disk that needs none: never, whatever its flag. */
+        EngineDevice *loop = engine_find_disk(&e, "loop0");
+        CHECK(loop && loop->class.need == NEED_NONE && !loop->class.in_force);
+        if (loop)
+                CHECK(!disk_wants_shadows(loop, NULL));
 }
 
 int main(void) {
