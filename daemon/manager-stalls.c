@@ -370,7 +370,8 @@ const char *manager_stall_reason(const Manager *m) {
         return m->probe ? stall_probe_mode_reason(m->probe) : "the stall probe is not started yet";
 }
 
-bool manager_shadows_gated(const Manager *m) {
+/* Whether the probe could measure shadow waits but has their programs detached. */
+static bool manager_shadows_gated(const Manager *m) {
         return m->probe && stall_probe_shadows_available(m->probe) && !stall_probe_shadows(m->probe);
 }
 
@@ -379,6 +380,8 @@ const char *manager_shadows_reason(const Manager *m) {
                                           "stable writes runs without them, and none does now"
                                         : manager_stall_reason(m);
 }
+
+#define SHADOWS_ATTACH_FAILED 2
 
 void manager_update_shadows(Manager *m) {
         const EngineDevice *why = NULL;
@@ -389,21 +392,19 @@ void manager_update_shadows(Manager *m) {
         for (size_t i = 0; i < manager_n_devices(m) && !why; i++)
                 if (disk_wants_shadows(manager_device(m, i), manager_device_consumers(m, i)))
                         why = manager_device(m, i);
-        if (!!why == stall_probe_shadows(m->probe) && m->shadows_wanted == !!why)
-                return;
+        if (m->shadows_wanted == !!why)
+                return; /* set and said before */
         r = stall_probe_set_shadows(m->probe, why);
-        if (r < 0) {
-                if (m->shadows_wanted == SHADOWS_ATTACH_FAILED)
-                        return; /* said once; tried again at each change of the disks */
+        if (r < 0) { /* only attaching fails: said once, tried again at each change of the disks */
+                if (m->shadows_wanted != SHADOWS_ATTACH_FAILED)
+                        log_warning_errno(r,
+                                          "Cannot attach the programs of shadow waits, though %s (need %s) "
+                                          "runs without stable writes: what they would cost it is not "
+                                          "measured: %m",
+                                          why->facts->name, need_to_string(why->class.need));
                 m->shadows_wanted = SHADOWS_ATTACH_FAILED;
-                log_warning_errno(r,
-                                  "Cannot attach the programs of shadow waits, though %s (need %s) runs "
-                                  "without stable writes: what they would cost it is not measured: %m",
-                                  why->facts->name, need_to_string(why->class.need));
                 return;
         }
-        if (m->shadows_wanted == !!why)
-                return;
         m->shadows_wanted = !!why;
         if (why)
                 log_info("Stall probe: shadow waits measured from now on: %s (need %s) runs without stable "

@@ -103,8 +103,8 @@ struct Manager {
         void *handler_userdata;
 
         StallProbe *probe;  /* the stall observatory (mode may be "unavailable") */
-        int shadows_wanted; /* what manager_update_shadows() last decided and logged: -1 nothing yet,
-                             * 0 off, 1 on, SHADOWS_ATTACH_FAILED */
+        int shadows_wanted; /* what manager_update_shadows() last set and logged: -1 nothing yet,
+                             * 0 off, 1 on, 2 attaching failed */
         sd_event_source *probe_start, *stall_timer, *metrics_timer;
         int metrics_error;    /* of the last MetricsFile= write: logged when it changes */
         DeviceStalls *stalls; /* disks the probe or the policy looked at */
@@ -201,13 +201,9 @@ const DeviceConsumers *manager_device_consumers(const Manager *m, size_t i);
 StallProbeMode manager_stall_mode(const Manager *m);
 const char *manager_stall_reason(const Manager *m);
 
-/* Whether the probe could measure shadow waits but has their programs detached (no disk that
- * may need stable writes runs without them), and why shadow waits are not measured: that, or
- * the probe's mode reason. */
-bool manager_shadows_gated(const Manager *m);
+/* Why shadow waits are not measured: their programs are detached (no disk that may need stable
+ * writes runs without them), or the probe's mode reason. */
 const char *manager_shadows_reason(const Manager *m);
-
-#define SHADOWS_ATTACH_FAILED 2
 
 /* Attaches the probe's shadow programs while some disk that may need stable writes runs without
  * them (disk_wants_shadows()), detaches them otherwise (they cost every writer of a page under

@@ -228,8 +228,7 @@ static void bpf_detach_shadows(StallBpf *p) {
  * of waits in progress: their ends may have passed while the programs were detached. Returns 0
  * or -errno. */
 static int bpf_attach_shadows(StallBpf *p) {
-        static const char *const shadow_tps[2] = { "sb_clear_inode_writeback", "writeback_dirty_folio" };
-        const int progs[2] = { p->shadow_progs[1], p->shadow_progs[0] };
+        static const char *const shadow_tps[2] = { "writeback_dirty_folio", "sb_clear_inode_writeback" };
         uint64_t key;
         int r;
 
@@ -237,8 +236,8 @@ static int bpf_attach_shadows(StallBpf *p) {
                 if (bpf_map_delete_elem(p->shadows_fd, &key) < 0)
                         break;
         p->globals->nr_shadows = 0;
-        for (size_t i = 0; i < 2; i++) {
-                r = raw_tp_attach(shadow_tps[i], progs[i]);
+        for (int i = 1; i >= 0; i--) {
+                r = raw_tp_attach(shadow_tps[i], p->shadow_progs[i]);
                 if (r < 0) {
                         log_debug_errno(r, "Stall probe: no shadow waits: raw tracepoint %s: %m",
                                         shadow_tps[i]);

@@ -82,8 +82,8 @@ grep -q "state/learned: ignoring what was learned for name:$loop: a kernel name 
 # loop's flag is 1 now, but its own page cache took the 0 it had when it appeared: they are.
 [ "$("$CTL" --json status "$loop" | jq -r '.[0].consumers[] | select(.kind == "page-cache") | .captured')" = off ] ||
         sp_fail "the loop's page cache did not take its flag at the add: $("$CTL" --json status "$loop")"
-sp_wait_for 3000 "StallShadowMeasured true" sh -c \
-        "busctl --system get-property org.stablepages1 /org/stablepages1/device/$loop org.stablepages1.Device StallShadowMeasured | grep -qx 'b true'" >/dev/null
+shadows_measured() { [ "$(stalls_dev_prop "$loop" StallShadowMeasured)" = true ]; }
+sp_wait_for 3000 "StallShadowMeasured true" shadows_measured >/dev/null
 grep -Eq "Stall probe: shadow waits measured from now on: [a-z0-9]+ \(need (recommended|required|unknown)\) runs without stable writes\." \
         "$SP_TMP/daemon.log" || sp_fail "no log line saying why shadow waits are measured"
 [ "$(stalls_dev_prop "$loop" StallShadowReason)" = '""' ] || sp_fail "StallShadowReason is not empty while they are measured"
