@@ -38,16 +38,27 @@ static void histogram(FILE *f, const char *name, const char *device, const uint6
 /* The shadow waits (what stable writes would cost where they are off) of the disks that had
  * some, and the O_DIRECT writes counted. */
 static void metrics_write_shadows(FILE *f, const MetricsDevice *devs, size_t n) {
-        family(f, "stall_shadow_wait_seconds", "histogram",
-               "Shadow waits: pages written under writeback without stable writes, each from then until "
-               "its file's writeback ended: how long writers would have waited with stable writes (BPF "
-               "probe with the writeback tracepoints only), since the probe started.");
+        family(f, "stall_shadow_waits_total", "counter",
+               "Shadow waits: pages written under writeback without stable writes, each a write that "
+               "would have waited with stable writes (BPF probe with the writeback tracepoints only), "
+               "since the probe started.");
         for (size_t i = 0; i < n; i++) {
                 const StallStats *s = devs[i].stalls;
 
                 if (s && s->has_shadows && s->shadow_count > 0)
+                        fprintf(f, PREFIX "stall_shadow_waits_total{device=\"%s\"} %" PRIu64 "\n",
+                                devs[i].name, s->shadow_count);
+        }
+        family(f, "stall_shadow_wait_seconds", "histogram",
+               "Timed shadow waits, each from the page's write until its file's writeback ended: how "
+               "long writers would have waited with stable writes. All of them, or a sample where they "
+               "come faster than one per CPU and clock tick (stall_shadow_waits_total counts all).");
+        for (size_t i = 0; i < n; i++) {
+                const StallStats *s = devs[i].stalls;
+
+                if (s && s->has_shadows && s->shadow_timed > 0)
                         histogram(f, "stall_shadow_wait_seconds", devs[i].name, s->shadow_hist,
-                                  s->shadow_count, s->shadow_sum_usec);
+                                  s->shadow_timed, s->shadow_sum_usec);
         }
 
         family(f, "direct_writes_total", "counter",

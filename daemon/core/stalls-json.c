@@ -40,6 +40,7 @@ static void stats_json(const StallStats *s, JsonWriter *w, bool histogram) {
         member_uint_or_null(w, "shadow_count", s->has_shadows, s->shadow_count);
         if (s->has_shadows) {
                 uint64_t usec = 0;
+                json_member_uint(w, "shadow_timed", s->shadow_timed);
                 json_member_uint(w, "shadow_sum_usec", s->shadow_sum_usec);
                 json_member_uint(w, "shadow_max_usec", s->shadow_max_usec);
                 member_uint_or_null(w, "shadow_p50_usec", stall_stats_shadow_percentile(s, 0.5, &usec) >= 0,

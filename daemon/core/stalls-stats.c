@@ -82,6 +82,7 @@ void stall_stats_merge(StallStats *a, const StallStats *b) {
         for (size_t i = 0; i < b->n_comms; i++)
                 stall_stats_add_comm(a, b->comms[i].comm, b->comms[i].count);
         a->shadow_count += b->shadow_count;
+        a->shadow_timed += b->shadow_timed;
         a->shadow_sum_usec += b->shadow_sum_usec;
         a->shadow_max_usec = MAX(a->shadow_max_usec, b->shadow_max_usec);
         for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
@@ -124,9 +125,9 @@ int stall_stats_shadow_percentile(const StallStats *s, double q, uint64_t *ret_u
                 return -EINVAL;
         if (!s->has_shadows)
                 return -EOPNOTSUPP;
-        if (s->shadow_count == 0)
+        if (s->shadow_timed == 0)
                 return -ENODATA;
-        *ret_usec = hist_percentile(s->shadow_hist, s->shadow_count, s->shadow_max_usec, q);
+        *ret_usec = hist_percentile(s->shadow_hist, s->shadow_timed, s->shadow_max_usec, q);
         return 0;
 }
 
@@ -141,8 +142,8 @@ int stall_stats_subtract(const StallStats *now, const StallStats *before, StallS
         if (now->count < before->count || now->sum_usec < before->sum_usec ||
             now->sync_count < before->sync_count || now->sync_sum_usec < before->sync_sum_usec ||
             now->other_count < before->other_count || now->other_sum_usec < before->other_sum_usec ||
-            now->shadow_count < before->shadow_count || now->shadow_sum_usec < before->shadow_sum_usec ||
-            now->direct_count < before->direct_count)
+            now->shadow_count < before->shadow_count || now->shadow_timed < before->shadow_timed ||
+            now->shadow_sum_usec < before->shadow_sum_usec || now->direct_count < before->direct_count)
                 reset = true;
         for (size_t i = 0; i < STALL_HIST_BUCKETS && !reset; i++)
                 if (now->hist[i] < before->hist[i] || now->shadow_hist[i] < before->shadow_hist[i])
@@ -172,6 +173,7 @@ int stall_stats_subtract(const StallStats *now, const StallStats *before, StallS
         d.has_shadows = now->has_shadows && before->has_shadows && now->shadow_epoch == before->shadow_epoch;
         d.shadow_epoch = now->shadow_epoch;
         d.shadow_count = now->shadow_count - before->shadow_count;
+        d.shadow_timed = now->shadow_timed - before->shadow_timed;
         d.shadow_sum_usec = now->shadow_sum_usec - before->shadow_sum_usec;
         top = -1;
         for (size_t i = 0; i < STALL_HIST_BUCKETS; i++) {

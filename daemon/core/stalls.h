@@ -56,6 +56,7 @@
 #define STALL_BPF_MAX_STACKS 1024  /* frames of waits recorded before their addresses were named */
 #define STALL_BPF_STACK_DEPTH 8    /* frames examined to find the caller */
 #define STALL_BPF_SYMBOL_LEN 128
+#define STALL_BPF_SHADOW_COUNTERS 32 /* slots of the per-CPU counts of shadow waits (a power of 2) */
 
 /* Why a task waited, from the function that called folio_wait_writeback(): */
 #define STALL_KIND_STABLE 0 /* about to modify the page: a stable-pages wait (the default) */
@@ -84,6 +85,18 @@ struct stall_bpf_comm_key {
         char comm[STALL_BPF_COMM_LEN];
         unsigned int kind;
         unsigned int stack;
+};
+
+/* A disk's shadow waits on one CPU, in the slot of shadow_cpu's counters its name hashes to. */
+struct stall_bpf_shadow_counter {
+        unsigned long long name[STALL_BPF_BDI_LEN / 8]; /* the bdi's name; zeros: a free slot */
+        unsigned long long count;
+};
+
+/* A CPU's counts of shadow waits, and the jiffies when it last timed one. */
+struct stall_bpf_shadow_cpu {
+        unsigned long long timed_jiffies;
+        struct stall_bpf_shadow_counter counters[STALL_BPF_SHADOW_COUNTERS];
 };
 
 struct stall_bpf_stack {
@@ -165,7 +178,9 @@ typedef struct StallStats {
          * window). */
         bool has_shadows;
         uint32_t shadow_epoch;
-        uint64_t shadow_count;
+        uint64_t shadow_count; /* all shadow waits */
+        uint64_t shadow_timed; /* those whose duration was measured (all, or a sample: the
+                                * first on a CPU in each clock tick): the sum, max and hist */
         uint64_t shadow_sum_usec;
         uint64_t shadow_max_usec;
         uint64_t shadow_hist[STALL_HIST_BUCKETS];

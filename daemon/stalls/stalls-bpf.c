@@ -36,6 +36,9 @@ struct StallBpf {
         int shadow_progs[2], direct_prog; /* the optional raw tracepoints (stalls.bpf.h) */
         int shadow_links[2], direct_link; /* ... attached, or -1 */
         int shadows_fd;                   /* the map of shadow waits in progress */
+        int shadow_cpu_fd;                /* each CPU's counts of shadow waits */
+        uint64_t *shadow_base;            /* ncpus x STALL_BPF_SHADOW_COUNTERS: the counts of the slots
+                                           * when their disk's figures were last reset */
         bool shadows_available;           /* the kernel has the shadow tracepoints */
         bool shadows, direct;             /* shadow waits and O_DIRECT writes are counted */
         uint32_t shadow_epoch;            /* attachments of the shadow programs so far */
@@ -206,6 +209,7 @@ static int start_mode(StallBpf *p, bool fentry, bool classify, char **ret_reason
                 (p)->shadow_progs[1] = (s)->progs.shadow_clear.prog_fd;                                     \
                 (p)->direct_prog = (s)->progs.direct_write.prog_fd;                                         \
                 (p)->shadows_fd = (s)->maps.shadows.map_fd;                                                 \
+                (p)->shadow_cpu_fd = (s)->maps.shadow_cpu.map_fd;                                           \
                 (p)->globals = &(s)->bss->globals;                                                          \
         } while (0)
 
@@ -333,6 +337,9 @@ static int bpf_start(StallBpf *p, const char *tracefs, char **ret_reason) {
                 return r < 0 ? r : -EIO;
         }
         p->ncpus = r;
+        p->shadow_base = calloc((size_t) p->ncpus * STALL_BPF_SHADOW_COUNTERS, sizeof(uint64_t));
+        if (!p->shadow_base)
+                return -ENOMEM;
         p->classified = classify;
         if (!classify)
                 log_warning(
@@ -459,6 +466,7 @@ StallBpf *stall_bpf_free(StallBpf *p) {
         stalls_fentry_bpf__destroy(p->fentry);
         stalls_tp_bpf__destroy(p->tp);
         free(p->stack_kinds);
+        free(p->shadow_base);
         free(p->reason);
         return mfree(p);
 }
@@ -513,12 +521,14 @@ static void stats_add_hist(StallStats *s, unsigned kind, const struct stall_bpf_
                 s->other_count += h->count;
                 s->other_sum_usec += h->sum_us;
                 break;
-        case STALL_KIND_SHADOW:
+        case STALL_KIND_SHADOW: /* count: those a slot of shadow_cpu did not count; slots: the timed */
                 s->shadow_count += h->count;
                 s->shadow_sum_usec += h->sum_us;
                 s->shadow_max_usec = MAX(s->shadow_max_usec, (uint64_t) h->max_us);
-                for (size_t i = 0; i < STALL_HIST_BUCKETS; i++)
+                for (size_t i = 0; i < STALL_HIST_BUCKETS; i++) {
+                        s->shadow_timed += h->slots[i];
                         s->shadow_hist[i] += h->slots[i];
+                }
                 break;
         case STALL_KIND_DIRECT:
                 s->direct_count += h->count;
@@ -563,6 +573,51 @@ static int list_hists(StallBpf *p, StallStats **list, size_t *n, size_t *allocat
         return 0;
 }
 
+/* Each CPU's counts of shadow waits (shadow_cpu); NULL with errno set when they cannot be read. */
+static struct stall_bpf_shadow_cpu *shadow_cpu_read(const StallBpf *p) {
+        _cleanup_free_ struct stall_bpf_shadow_cpu *cpus = calloc(p->ncpus, sizeof(*cpus));
+        uint32_t zero = 0;
+
+        if (!cpus)
+                return NULL;
+        if (bpf_map_lookup_elem(p->shadow_cpu_fd, &zero, cpus) < 0)
+                return NULL;
+        return TAKE_PTR(cpus);
+}
+
+/* The name of the disk that holds a slot of shadow_cpu, NUL-terminated into name; false when the
+ * slot is free. */
+static bool shadow_counter_name(const struct stall_bpf_shadow_counter *c,
+                                char name[static STALL_BPF_BDI_LEN]) {
+        memcpy(name, c->name, STALL_BPF_BDI_LEN);
+        name[STALL_BPF_BDI_LEN - 1] = '\0';
+        return name[0] != '\0';
+}
+
+/* Adds the shadow waits counted in shadow_cpu since their disk's last reset to the figures of
+ * their bdi in *list (*n of *allocated). Returns 0 or -errno. */
+static int list_shadow_counts(StallBpf *p, StallStats **list, size_t *n, size_t *allocated) {
+        _cleanup_free_ struct stall_bpf_shadow_cpu *cpus = shadow_cpu_read(p);
+
+        if (!cpus)
+                return -errno;
+        for (int c = 0; c < p->ncpus; c++)
+                for (size_t i = 0; i < STALL_BPF_SHADOW_COUNTERS; i++) {
+                        const struct stall_bpf_shadow_counter *sc = &cpus[c].counters[i];
+                        uint64_t base = p->shadow_base[(size_t) c * STALL_BPF_SHADOW_COUNTERS + i];
+                        char name[STALL_BPF_BDI_LEN];
+                        StallStats *s;
+
+                        if (!shadow_counter_name(sc, name) || sc->count <= base)
+                                continue;
+                        s = stats_find_or_add(p, list, n, allocated, name);
+                        if (!s)
+                                return -ENOMEM;
+                        s->shadow_count += sc->count - base;
+                }
+        return 0;
+}
+
 /* Adds the commands of the comms map to the figures of their bdi in list (n entries). */
 static void list_comms(StallBpf *p, StallStats *list, size_t n) {
         struct stall_bpf_comm_key ck, *prev_ck = NULL;
@@ -595,6 +650,9 @@ int stall_bpf_list(StallBpf *p, StallStats **ret, size_t *ret_n) {
         int r;
 
         r = list_hists(p, &list, &n, &allocated);
+        if (r < 0)
+                return r;
+        r = list_shadow_counts(p, &list, &n, &allocated);
         if (r < 0)
                 return r;
         list_comms(p, list, n);
@@ -642,9 +700,31 @@ static int bpf_map_delete_bdi(int fd, size_t key_size, const char *bdi) {
         return 0;
 }
 
+/* Takes the counts of the slots of shadow_cpu held by bdi (all when NULL) as their new zero: the
+ * program adds to them without a lock, so they are not written from here. */
+static int shadow_counts_reset(StallBpf *p, const char *bdi) {
+        _cleanup_free_ struct stall_bpf_shadow_cpu *cpus = shadow_cpu_read(p);
+
+        if (!cpus)
+                return -errno;
+        for (int c = 0; c < p->ncpus; c++)
+                for (size_t i = 0; i < STALL_BPF_SHADOW_COUNTERS; i++) {
+                        char name[STALL_BPF_BDI_LEN];
+
+                        if (shadow_counter_name(&cpus[c].counters[i], name) &&
+                            (!bdi || strneq(name, bdi, sizeof(name))))
+                                p->shadow_base[(size_t) c * STALL_BPF_SHADOW_COUNTERS + i] =
+                                        cpus[c].counters[i].count;
+                }
+        return 0;
+}
+
 int stall_bpf_reset(StallBpf *p, const char *bdi) {
         int r;
 
+        r = shadow_counts_reset(p, bdi);
+        if (r < 0)
+                return r;
         r = bpf_map_delete_bdi(p->hists_fd, sizeof(struct stall_bpf_key), bdi);
         if (r < 0)
                 return r;

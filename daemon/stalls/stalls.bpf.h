@@ -258,28 +258,27 @@ static __always_inline void wait_describe(struct waiting *w, struct address_spac
         bpf_get_current_comm(w->comm, sizeof(w->comm));
 }
 
-/* Adds weight figures of us microseconds each to the histogram of key bk; returns it, or NULL
- * (counted in `lost`). Per-CPU values: sched_switch does not nest on one CPU (plain updates);
- * fexit programs run preemptible and the shadow end in interrupts (atomic adds). */
-static __always_inline struct stall_bpf_hist *hist_add(const struct stall_bpf_key *bk, __u64 us,
-                                                       __u64 weight, int atomic) {
-        struct stall_bpf_hist *h;
-        __u64 slot;
+/* The histogram of key bk, added when it is not there yet; NULL (counted in `lost`) when the map
+ * is full. */
+static __always_inline struct stall_bpf_hist *hist_get(const struct stall_bpf_key *bk) {
+        struct stall_bpf_hist *h, zero = {};
 
         h = bpf_map_lookup_elem(&hists, bk);
-        if (!h) {
-                struct stall_bpf_hist zero = {};
-
-                if (bpf_map_update_elem(&hists, bk, &zero, BPF_NOEXIST) < 0 &&
-                    !bpf_map_lookup_elem(&hists, bk)) {
-                        __sync_fetch_and_add(&globals.lost, 1);
-                        return NULL;
-                }
-                h = bpf_map_lookup_elem(&hists, bk);
-                if (!h)
-                        return NULL;
+        if (h)
+                return h;
+        if (bpf_map_update_elem(&hists, bk, &zero, BPF_NOEXIST) < 0 && !bpf_map_lookup_elem(&hists, bk)) {
+                __sync_fetch_and_add(&globals.lost, 1);
+                return NULL;
         }
-        slot = us ? log2_u64(us) : 0;
+        return bpf_map_lookup_elem(&hists, bk);
+}
+
+/* Adds weight durations of us microseconds each to the slots, sum and max of h, not to its
+ * count. Per-CPU values: sched_switch does not nest on one CPU (plain updates); fexit programs
+ * run preemptible and the shadow end in interrupts (atomic adds). */
+static __always_inline void hist_time(struct stall_bpf_hist *h, __u64 us, __u64 weight, int atomic) {
+        __u64 slot = us ? log2_u64(us) : 0;
+
         if (slot >= STALL_BPF_BUCKETS)
                 slot = STALL_BPF_BUCKETS - 1;
         /* Hide the value from clang so that it keeps the mask, which is what the verifier needs
@@ -288,15 +287,28 @@ static __always_inline struct stall_bpf_hist *hist_add(const struct stall_bpf_ke
         slot &= STALL_BPF_BUCKETS - 1;
         if (atomic) {
                 __sync_fetch_and_add(&h->slots[slot], weight);
-                __sync_fetch_and_add(&h->count, weight);
                 __sync_fetch_and_add(&h->sum_us, us * weight);
         } else {
                 h->slots[slot] += weight;
-                h->count += weight;
                 h->sum_us += us * weight;
         }
         if (us > h->max_us)
                 h->max_us = us;
+}
+
+/* Adds weight waits of us microseconds each to the histogram of key bk (as hist_time(), and to
+ * its count); returns it, or NULL. */
+static __always_inline struct stall_bpf_hist *hist_add(const struct stall_bpf_key *bk, __u64 us,
+                                                       __u64 weight, int atomic) {
+        struct stall_bpf_hist *h = hist_get(bk);
+
+        if (!h)
+                return NULL;
+        if (atomic)
+                __sync_fetch_and_add(&h->count, weight);
+        else
+                h->count += weight;
+        hist_time(h, us, weight, atomic);
         return h;
 }
 
@@ -342,31 +354,42 @@ static __always_inline void wait_end(const struct waiting *w, __u64 now, int pre
  * writeback:sb_clear_inode_writeback (the inode has no page under writeback left: for the
  * page itself an upper bound, exact when it was the only one). Both are raw tracepoints, in
  * both modes: cheap to attach, and a kernel without them loses the shadows, not the probe.
- * A file's shadow waits are one record keyed by its inode, holding the start of the first
- * SHADOW_SLOTS ones of its current writeback; later ones in the same writeback take the last
- * slot's start. A record is kept when its writeback ends (n back to 0) and started again in
- * place by the file's next shadow wait: a map update and a delete per writeback (each takes
- * the bucket's lock) cost a writer that rewrites one page in a loop without stable writes 23 % of
- * its loops, against 11 % with the record kept (tests/bench/probe-overhead, rewrite0: each
- * writeback's two programs, about 1.1 us with interrupts off). The LRU map recycles the records
- * of files no longer written. Per page not under writeback (most dirtyings) the cost is one read
- * of its flags. */
+ *
+ * Every shadow wait is counted: per CPU, in the slot of `shadow_cpu` that the disk's name
+ * hashes to (in its histogram's count when another disk holds that slot on the CPU). Its
+ * duration is measured for a sample: the first shadow wait on a CPU in each tick (jiffy), when
+ * its file has no timed one in progress, is timed, and its duration added to the slots, sum and
+ * max of its disk's histogram, not to its count: the slots add up to the timed waits. Where
+ * shadow waits come slower than a tick per CPU, every one is timed. A writer that rewrites one
+ * page in a loop without stable writes (tests/bench/probe-overhead, rewrite0) starts a writeback
+ * every two loops: timing each (two reads of the clock, about 140 ns each on a kvm-clock guest;
+ * lookups in hash maps, about 100 ns each there; a record that moves between the writer's CPU
+ * and the CPU that ends the writeback) cost it 5 to 7 % of its loops. The count is a few reads
+ * of the page's own structures, a slot of a per-CPU array and an add. The timed record of a
+ * file is keyed by its inode and kept when its writeback ends, for its next timed wait; the LRU
+ * map recycles the records of files no longer written. Per page not under writeback (most
+ * dirtyings) the cost is one read of its flags. */
 
-#define SHADOW_SLOTS 4
 #define SHADOW_STALE_NS (600ULL * 1000 * 1000 * 1000) /* a record older than this missed its end */
 
 struct shadow {
-        __u64 start_ns[SHADOW_SLOTS];
-        __u32 n;    /* shadow waits of this writeback of the file; 0: none in progress */
-        __u32 bdev; /* the file is a disk's own (bdevfs: one superblock for all disks) */
-        __u64 sb;   /* the superblock whose bdi bdi names */
+        __u64 start_ns; /* the timed shadow wait of the file's writeback began; 0: none */
         char bdi[STALL_BPF_BDI_LEN];
 };
 
+/* Each CPU's counts of shadow waits and the jiffies when it last timed one: one value, so that
+ * the program touches one more page, not two (see above). */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct stall_bpf_shadow_cpu);
+} shadow_cpu SEC(".maps");
+
 struct {
         __uint(type, BPF_MAP_TYPE_LRU_HASH);
-        /* Files with shadow waits at once: the least recently used record makes room (with more
-         * files in writeback at once, a record in progress may go, and its waits with it). */
+        /* Files with a timed shadow wait at once: the least recently used record makes room (with
+         * more files in writeback at once, a record in progress may go, and its wait with it). */
         __uint(max_entries, 4096);
         __type(key, __u64); /* the inode's address */
         __type(value, struct shadow);
@@ -390,85 +413,104 @@ static __always_inline int mapping_stable_writes(struct address_space *mapping) 
         return (BPF_CORE_READ(mapping, host, i_sb, s_iflags) & SB_I_STABLE_WRITES) != 0;
 }
 
-/* Starts the record s anew at now: the first shadow wait of a writeback of the file (inode) of
- * mapping.
- * The disk's name is read again only when the file's superblock is another one, or is bdevfs'
- * (a disk's own file, whose inode a later disk may reuse): a filesystem has one bdi. */
-static __always_inline void shadow_start(struct shadow *s, struct address_space *mapping, __u64 inode,
-                                         __u64 now) {
-        __u64 sb = (__u64) BPF_CORE_READ((struct inode *) inode, i_sb);
+/* Starts timing the shadow wait that begins on the file (inode) of bk's disk, unless this CPU
+ * timed one in this tick already or the file has one in progress. */
+static __always_inline void shadow_time(struct stall_bpf_shadow_cpu *cpu, const struct stall_bpf_key *bk,
+                                        __u64 inode) {
+        struct shadow *s, n = {};
+        __u64 tick, now;
 
-        if (s->sb != sb || s->bdev || !s->bdi[0]) {
-                struct backing_dev_info *bdi = mapping_bdi(mapping);
-
-                if (bdi)
-                        bpf_probe_read_kernel_str(s->bdi, sizeof(s->bdi), bdi->dev_name);
-                else
-                        __builtin_memcpy(s->bdi, "(unknown)", sizeof("(unknown)"));
-                s->sb = sb;
-                s->bdev = BPF_CORE_READ((struct super_block *) sb, s_magic) == BDEVFS_MAGIC;
+        tick = bpf_jiffies64();
+        if (cpu->timed_jiffies == tick)
+                return;
+        cpu->timed_jiffies = tick;
+        now = bpf_ktime_get_ns();
+        s = bpf_map_lookup_elem(&shadows, &inode);
+        if (s && s->start_ns && now - s->start_ns < SHADOW_STALE_NS)
+                return;
+        if (s) { /* the file's next writeback, or a stale record whose end was missed */
+                if (!s->start_ns)
+                        __sync_fetch_and_add(&globals.nr_shadows, 1);
+                __builtin_memcpy(s->bdi, bk->bdi, sizeof(s->bdi));
+                s->start_ns = now;
+                return;
         }
-        s->start_ns[0] = now;
-        s->n = 1;
+        n.start_ns = now;
+        __builtin_memcpy(n.bdi, bk->bdi, sizeof(n.bdi));
+        if (bpf_map_update_elem(&shadows, &inode, &n, BPF_NOEXIST) == 0)
+                __sync_fetch_and_add(&globals.nr_shadows, 1);
+}
+
+/* Counts a shadow wait of the disk named name (the key of its histogram, bk) in cpu, this CPU's
+ * counts. */
+static __always_inline void shadow_count(struct stall_bpf_shadow_cpu *cpu, const __u64 *name,
+                                         const struct stall_bpf_key *bk) {
+        struct stall_bpf_shadow_counter *c;
+        struct stall_bpf_hist *h;
+        __u64 slot;
+
+        slot = ((name[0] ^ name[1] * 31 ^ name[2] * 961 ^ name[3] * 29791) * 0x9E3779B97F4A7C15ULL) >> 32;
+        c = &cpu->counters[slot & (STALL_BPF_SHADOW_COUNTERS - 1)];
+        if (!c->name[0]) /* a free slot: the program does not nest on a CPU */
+                __builtin_memcpy(c->name, name, sizeof(c->name));
+        if (c->name[0] == name[0] && c->name[1] == name[1] && c->name[2] == name[2] &&
+            c->name[3] == name[3]) {
+                c->count++;
+                return;
+        }
+        h = hist_get(bk); /* the slot is another disk's */
+        if (h)
+                __sync_fetch_and_add(&h->count, 1);
 }
 
 /* writeback_dirty_folio(folio, mapping): a shadow wait begins when the page is under writeback
  * and its mapping has no stable writes. */
 static __always_inline int shadow_begin(struct folio *folio, struct address_space *mapping) {
-        struct shadow *s, n = {};
-        __u64 inode, now;
-        __u32 i;
+        union {
+                struct stall_bpf_key bk;
+                __u64 name[STALL_BPF_BDI_LEN / 8];
+        } k = { .bk.kind = STALL_KIND_SHADOW };
+        struct stall_bpf_shadow_cpu *cpu;
+        struct backing_dev_info *bdi;
+        __u32 zero = 0;
 
         if (!folio_writeback_read(folio))
                 return 0;
         if (!mapping || mapping_stable_writes(mapping))
                 return 0;
-        inode = (__u64) BPF_CORE_READ(mapping, host);
-        now = bpf_ktime_get_ns();
-        s = bpf_map_lookup_elem(&shadows, &inode);
-        if (s && s->n && now - s->start_ns[0] < SHADOW_STALE_NS) {
-                i = s->n; /* two writers of one file at once may share a slot */
-                __sync_fetch_and_add(&s->n, 1);
-                if (i < SHADOW_SLOTS)
-                        s->start_ns[i & (SHADOW_SLOTS - 1)] = now;
+        bdi = mapping_bdi(mapping);
+        if (bdi)
+                bpf_probe_read_kernel_str(k.bk.bdi, sizeof(k.bk.bdi), bdi->dev_name);
+        else
+                __builtin_memcpy(k.bk.bdi, "(unknown)", sizeof("(unknown)"));
+        cpu = bpf_map_lookup_elem(&shadow_cpu, &zero);
+        if (!cpu)
                 return 0;
-        }
-        if (s) { /* the file's next writeback, or a stale record whose end was missed */
-                if (!s->n)
-                        __sync_fetch_and_add(&globals.nr_shadows, 1);
-                shadow_start(s, mapping, inode, now);
-                return 0;
-        }
-        shadow_start(&n, mapping, inode, now);
-        if (bpf_map_update_elem(&shadows, &inode, &n, BPF_NOEXIST) == 0)
-                __sync_fetch_and_add(&globals.nr_shadows, 1);
+        shadow_count(cpu, k.name, &k.bk);
+        shadow_time(cpu, &k.bk, (__u64) BPF_CORE_READ(mapping, host));
         return 0;
 }
 
-/* sb_clear_inode_writeback(inode): the shadow waits of the file end now; its record is kept for
- * its next writeback. */
+/* sb_clear_inode_writeback(inode): the timed shadow wait of the file, if any, ends now; its
+ * record is kept for the file's next one. */
 static __always_inline int shadow_end(__u64 inode) {
         struct stall_bpf_key bk = { .kind = STALL_KIND_SHADOW };
-        struct shadow *s, done;
-        __u64 now;
+        struct stall_bpf_hist *h;
+        struct shadow *s;
+        __u64 start;
 
         if (!globals.nr_shadows)
                 return 0;
         s = bpf_map_lookup_elem(&shadows, &inode);
-        if (!s || !s->n)
+        if (!s || !s->start_ns)
                 return 0;
-        done = *s;
-        s->n = 0;
+        start = s->start_ns;
+        s->start_ns = 0;
         __sync_fetch_and_add(&globals.nr_shadows, -1);
-        now = bpf_ktime_get_ns();
-        __builtin_memcpy(bk.bdi, done.bdi, sizeof(bk.bdi));
-        for (__u32 i = 0; i < SHADOW_SLOTS; i++) {
-                __u64 weight =
-                        i + 1 < SHADOW_SLOTS ? (i < done.n) : (done.n >= SHADOW_SLOTS ? done.n - i : 0);
-
-                if (weight)
-                        hist_add(&bk, (now - done.start_ns[i]) / 1000, weight, 1);
-        }
+        __builtin_memcpy(bk.bdi, s->bdi, sizeof(bk.bdi));
+        h = hist_get(&bk);
+        if (h)
+                hist_time(h, (bpf_ktime_get_ns() - start) / 1000, 1, 1);
         return 0;
 }
 

@@ -52,8 +52,9 @@ static void print_stats(const StallStats *s) {
         printf(",\"shadows\":%s,\"shadow_count\":%" PRIu64, s->has_shadows ? "true" : "false",
                s->shadow_count);
         if (s->has_shadows) {
-                printf(",\"shadow_sum_usec\":%" PRIu64 ",\"shadow_max_usec\":%" PRIu64, s->shadow_sum_usec,
-                       s->shadow_max_usec);
+                printf(",\"shadow_timed\":%" PRIu64 ",\"shadow_sum_usec\":%" PRIu64
+                       ",\"shadow_max_usec\":%" PRIu64,
+                       s->shadow_timed, s->shadow_sum_usec, s->shadow_max_usec);
                 if (stall_stats_shadow_percentile(s, 0.5, &v) == 0)
                         printf(",\"shadow_p50_usec\":%" PRIu64, v);
                 if (stall_stats_shadow_percentile(s, 0.99, &v) == 0)

@@ -29,7 +29,14 @@
 #      cost: the writer in SHADOW_RUNS runs of 5 rewrites 0.5 s apart (the page's writeback,
 #      ~100 ms, ends between them, so each run dirties it under a new writeback of the same
 #      file) gives between one shadow wait per run and one per rewrite, and their p50 is within
-#      a factor of 2 of the writer's median rewrite with stable writes (round 1).
+#      a factor of 2 of the writer's median rewrite with stable writes (round 1); at least one
+#      per run was timed (the first of each writeback: none is in progress), and no more than
+#      were counted;
+#   8. the same writer unthrottled (FAST_ITERATIONS rewrites, a writeback every other one: tens
+#      of thousands of shadow waits a second) has every shadow wait counted but only a sample
+#      timed, at most one per CPU and clock tick: the timed ones are at least one and fewer than
+#      a quarter of those counted. FAST_ITERATIONS=0 leaves this round out (the qemu guests of
+#      tests/vm: there the loop device ends each writeback before the writer's next rewrite).
 #
 # With STALLS_MODE=tracefs (test-stalls-tracefs.sh) the probe is forced into its tracefs
 # fallback (STABLEPAGES_STALLS_FORCE_TRACEFS=1, test only) and the same run shows that it counts
@@ -48,6 +55,7 @@ BUILDDIR=${1:-.}
 MODE=${STALLS_MODE:-bpf}
 ITERATIONS=${ITERATIONS:-40}
 SHADOW_RUNS=4
+FAST_ITERATIONS=${FAST_ITERATIONS:-20000}
 IOPS=10
 SLOW_USEC=1000
 
@@ -123,11 +131,11 @@ mount_with() {
         mounted=1
 }
 
-# run_round NAME [RUNS ITERATIONS]: probe + throttled writer (RUNS runs of ITERATIONS rewrites,
-# 0.5 s apart; default one of $ITERATIONS); leaves $tmp/NAME.writer (the last run's line) and
-# $tmp/NAME.json.
+# run_round NAME [RUNS ITERATIONS [CGROUP]]: probe + writer throttled in CGROUP (default $cg; ""
+# unthrottled), RUNS runs of ITERATIONS rewrites 0.5 s apart (default one of $ITERATIONS); leaves
+# $tmp/NAME.writer (the last run's line) and $tmp/NAME.json.
 run_round() {
-        local name=$1 runs=${2:-1} iterations=${3:-$ITERATIONS} i r
+        local name=$1 runs=${2:-1} iterations=${3:-$ITERATIONS} wcg=${4-$cg} i r
         rm -f "$tmp/ready"
         "$DUMP" --ready-file "$tmp/ready" > "$tmp/$name.json" 2> "$tmp/$name.dump.err" &
         dump_pid=$!
@@ -142,7 +150,7 @@ run_round() {
         fi
         for r in $(seq "$runs"); do
                 [ "$r" -gt 1 ] && sleep 0.5
-                sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+                sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$wcg" \
                         "$WRITER" --iterations "$iterations" --slow-usec "$SLOW_USEC" "$mnt/$name.dat" \
                         > "$tmp/$name.writer" || fail "$name: the writer failed"
         done
@@ -230,16 +238,31 @@ echo "flag 0: writer: $(writer_field off slow) of $ITERATIONS rewrites > 1 ms, m
 if [ "$MODE" = bpf ] && [ "$(probe_field off '.shadows')" = true ]; then
         run_round shadow "$SHADOW_RUNS" 5
         shadows=$(probe_field shadow '.shadow_count')
+        timed=$(probe_field shadow '.shadow_timed // 0')
         shadow_p50=$(probe_field shadow '.shadow_p50_usec // 0')
-        echo "flag 0: $SHADOW_RUNS runs of 5 rewrites: $shadows shadow waits, p50 <= $shadow_p50 us" \
+        echo "flag 0: $SHADOW_RUNS runs of 5 rewrites: $shadows shadow waits, $timed timed, p50 <= $shadow_p50 us" \
              "(with stable writes: median $median us), $(probe_field shadow '.count') stable-pages waits"
         [ "$shadows" -ge "$SHADOW_RUNS" ] && [ "$shadows" -le $((SHADOW_RUNS * 5)) ] ||
                 fail "shadow waits $shadows outside [$SHADOW_RUNS, $((SHADOW_RUNS * 5))]"
+        [ "$timed" -ge "$SHADOW_RUNS" ] && [ "$timed" -le "$shadows" ] ||
+                fail "timed shadow waits $timed outside [$SHADOW_RUNS, $shadows]"
         if [ "$shadow_p50" -le 0 ] || [ $((shadow_p50 * 2)) -lt "$median" ] ||
            [ "$shadow_p50" -gt $((median * 2)) ]; then
                 fail "shadow p50 $shadow_p50 us not within a factor of 2 of the writer's median $median us with stable writes"
         fi
         [ "$(probe_field shadow '.count')" = 0 ] || fail "stable-pages waits with stable_writes=0 at mount"
+
+        # 8: unthrottled, the durations are a sample.
+        if [ "$FAST_ITERATIONS" -gt 0 ]; then
+                run_round fast 1 "$FAST_ITERATIONS" ""
+                fast=$(probe_field fast '.shadow_count')
+                fast_timed=$(probe_field fast '.shadow_timed // 0')
+                echo "flag 0, unthrottled: $FAST_ITERATIONS rewrites: $fast shadow waits, $fast_timed timed"
+                [ "$fast" -ge $((FAST_ITERATIONS / 10)) ] ||
+                        fail "only $fast shadow waits in $FAST_ITERATIONS unthrottled rewrites: nothing to sample"
+                [ "$fast_timed" -ge 1 ] && [ $((fast_timed * 4)) -lt "$fast" ] ||
+                        fail "timed shadow waits $fast_timed: not a sample (at least 1, under a quarter) of $fast"
+        fi
 elif [ "$MODE" = bpf ]; then
         echo "shadow waits are not measured here: $(jq -r .reason "$tmp/off.json")"
 fi

@@ -95,6 +95,38 @@ static void test_one_disk_waited(void) {
         CHECK_CONTAINS(text, "stablepages_stall_waits_total{device=\"loop0\"} 0\n");
 }
 
+/* A disk with 900 shadow waits of which 3 were timed (40 ms each): the counter says 900, the
+ * histogram holds the 3. */
+static void test_shadows(void) {
+        MetricsProbe probe = { .mode = "bpf", .budget_usec = 100000 };
+        StallStats s = { .has_durations = true, .classified = true, .has_shadows = true };
+        MetricsDevice dev = { .name = "md1", .need = NEED_RECOMMENDED, .stalls = &s };
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        if (!f)
+                abort();
+        s.shadow_count = 900;
+        s.shadow_timed = 3;
+        s.shadow_sum_usec = 3 * 40000;
+        s.shadow_max_usec = 40000;
+        s.shadow_hist[stall_hist_bucket(40000)] = 3;
+        metrics_write(f, &probe, &dev, 1);
+        if (fclose(f) != 0)
+                abort();
+        CHECK_CONTAINS(text, "# TYPE stablepages_stall_shadow_waits_total counter\n");
+        CHECK_CONTAINS(text, "stablepages_stall_shadow_waits_total{device=\"md1\"} 900\n");
+        CHECK_INT(count_lines(text, "stablepages_stall_shadow_wait_seconds_bucket{device=\"md1\","), 32);
+        CHECK_CONTAINS(text,
+                       "stablepages_stall_shadow_wait_seconds_bucket{device=\"md1\",le=\"0.032767\"} 0\n");
+        CHECK_CONTAINS(text,
+                       "stablepages_stall_shadow_wait_seconds_bucket{device=\"md1\",le=\"0.065535\"} 3\n");
+        CHECK_CONTAINS(text, "stablepages_stall_shadow_wait_seconds_bucket{device=\"md1\",le=\"+Inf\"} 3\n");
+        CHECK_CONTAINS(text, "stablepages_stall_shadow_wait_seconds_sum{device=\"md1\"} 0.120000\n");
+        CHECK_CONTAINS(text, "stablepages_stall_shadow_wait_seconds_count{device=\"md1\"} 3\n");
+}
+
 static void test_build_info(void) {
         uint64_t waits[1] = { 0 };
         _cleanup_free_ char *text = exposition(1, waits);
@@ -126,6 +158,7 @@ static void test_consumer_hazards(void) {
 int main(void) {
         test_no_waits();
         test_one_disk_waited();
+        test_shadows();
         test_build_info();
         test_consumer_hazards();
         return tests_finish();

@@ -171,6 +171,58 @@ static void test_merge_subtract(void) {
         CHECK_INT(m.comms[0].count, 3); /* w: 1 + 2 */
 }
 
+/* Shadow waits: all counted, a sample timed; the percentiles are the sample's, and a window
+ * subtracts both. */
+static void test_shadows(void) {
+        StallStats before = { .devnum = makedev(9, 1), .bdi = "9:1", .has_shadows = true }, now, d, m;
+        uint64_t v;
+
+        CHECK_INT(stall_stats_shadow_percentile(&before, 0.99, &v), -ENODATA);
+        before.shadow_count = 500; /* counted, none timed yet: no percentile */
+        CHECK_INT(stall_stats_shadow_percentile(&before, 0.99, &v), -ENODATA);
+        before.shadow_timed = 2;
+        before.shadow_sum_usec = 200;
+        before.shadow_max_usec = 100;
+        before.shadow_hist[stall_hist_bucket(100)] = 2;
+        /* 2 timed of 500: the p50 and p99 are the sample's, not ranks among the 500 */
+        CHECK_INT(stall_stats_shadow_percentile(&before, 0.5, &v), 0);
+        CHECK_INT(v, 100);
+        CHECK_INT(stall_stats_shadow_percentile(&before, 0.99, &v), 0);
+        CHECK_INT(v, 100);
+
+        now = before;
+        now.shadow_count = 1500;
+        now.shadow_timed = 4;
+        now.shadow_sum_usec = 200 + 2 * 40000;
+        now.shadow_max_usec = 40000;
+        now.shadow_hist[stall_hist_bucket(40000)] = 2;
+        /* 4 timed: 2 of 100 us, 2 of 40 ms; the p50 is the second, whatever the 1,500 counted */
+        CHECK_INT(stall_stats_shadow_percentile(&now, 0.5, &v), 0);
+        CHECK_INT(v, 127);
+        CHECK_INT(stall_stats_subtract(&now, &before, &d), 0);
+        CHECK(d.has_shadows);
+        CHECK_INT(d.shadow_count, 1000);
+        CHECK_INT(d.shadow_timed, 2);
+        CHECK_INT(d.shadow_sum_usec, 80000);
+        CHECK_INT(stall_stats_shadow_percentile(&d, 0.5, &v), 0);
+        CHECK_INT(v, 40000); /* min(max 40000, bucket bound 65535) */
+
+        /* Fewer timed than before: a reset, the result is everything since. */
+        StallStats fresh = now;
+        fresh.shadow_timed = 1;
+        CHECK_INT(stall_stats_subtract(&fresh, &now, &d), 1);
+        CHECK_INT(d.shadow_timed, 1);
+
+        m = before;
+        stall_stats_merge(&m, &now);
+        CHECK_INT(m.shadow_count, 2000);
+        CHECK_INT(m.shadow_timed, 6);
+        CHECK_INT(m.shadow_max_usec, 40000);
+
+        before.has_shadows = false;
+        CHECK_INT(stall_stats_shadow_percentile(&before, 0.5, &v), -EOPNOTSUPP);
+}
+
 static void test_bdi_names(void) {
         dev_t d = 0;
 
@@ -369,6 +421,7 @@ int main(void) {
         test_percentile();
         test_comms();
         test_merge_subtract();
+        test_shadows();
         test_bdi_names();
         test_trace_lines();
         test_classify();
