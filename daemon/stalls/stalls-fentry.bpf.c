@@ -278,6 +278,6 @@ int direct_bio_end(__u64 *ctx) {
         if (!bdi)
                 return 0;
         bpf_probe_read_kernel_str(bk.bdi, sizeof(bk.bdi), bdi->dev_name);
-        hist_add(&bk, 0, 1, 1);
+        hist_add(&bk, 0, 1);
         return 0;
 }

@@ -273,10 +273,10 @@ static __always_inline struct stall_bpf_hist *hist_get(const struct stall_bpf_ke
         return bpf_map_lookup_elem(&hists, bk);
 }
 
-/* Adds weight durations of us microseconds each to the slots, sum and max of h, not to its
- * count. Per-CPU values: sched_switch does not nest on one CPU (plain updates); fexit programs
- * run preemptible and the shadow end in interrupts (atomic adds). */
-static __always_inline void hist_time(struct stall_bpf_hist *h, __u64 us, __u64 weight, int atomic) {
+/* Adds a duration of us microseconds to the slots, sum and max of h, not to its count. Per-CPU values:
+ * sched_switch does not nest on one CPU (plain updates); fexit programs run preemptible and the shadow end
+ * in interrupts (atomic adds). */
+static __always_inline void hist_time(struct stall_bpf_hist *h, __u64 us, int atomic) {
         __u64 slot = us ? log2_u64(us) : 0;
 
         if (slot >= STALL_BPF_BUCKETS)
@@ -286,29 +286,29 @@ static __always_inline void hist_time(struct stall_bpf_hist *h, __u64 us, __u64 
         asm volatile("" : "+r"(slot));
         slot &= STALL_BPF_BUCKETS - 1;
         if (atomic) {
-                __sync_fetch_and_add(&h->slots[slot], weight);
-                __sync_fetch_and_add(&h->sum_us, us * weight);
+                __sync_fetch_and_add(&h->slots[slot], 1);
+                __sync_fetch_and_add(&h->sum_us, us);
         } else {
-                h->slots[slot] += weight;
-                h->sum_us += us * weight;
+                h->slots[slot]++;
+                h->sum_us += us;
         }
         if (us > h->max_us)
                 h->max_us = us;
 }
 
-/* Adds weight waits of us microseconds each to the histogram of key bk (as hist_time(), and to
- * its count); returns it, or NULL. */
+/* Adds a wait of us microseconds to the histogram of key bk (as hist_time(), and to its count);
+ * returns it, or NULL. */
 static __always_inline struct stall_bpf_hist *hist_add(const struct stall_bpf_key *bk, __u64 us,
-                                                       __u64 weight, int atomic) {
+                                                       int atomic) {
         struct stall_bpf_hist *h = hist_get(bk);
 
         if (!h)
                 return NULL;
         if (atomic)
-                __sync_fetch_and_add(&h->count, weight);
+                __sync_fetch_and_add(&h->count, 1);
         else
-                h->count += weight;
-        hist_time(h, us, weight, atomic);
+                h->count++;
+        hist_time(h, us, atomic);
         return h;
 }
 
@@ -327,7 +327,7 @@ static __always_inline void wait_end(const struct waiting *w, __u64 now, int pre
         ck.kind = w->kind;
         ck.stack = w->stack;
 
-        if (!hist_add(&bk, us, 1, preemptible))
+        if (!hist_add(&bk, us, preemptible))
                 return;
         if (ck.kind != STALL_KIND_STABLE && ck.kind != STALL_KIND_PENDING)
                 return;
@@ -510,7 +510,7 @@ static __always_inline int shadow_end(__u64 inode) {
         __builtin_memcpy(bk.bdi, s->bdi, sizeof(bk.bdi));
         h = hist_get(&bk);
         if (h)
-                hist_time(h, (bpf_ktime_get_ns() - start) / 1000, 1, 1);
+                hist_time(h, (bpf_ktime_get_ns() - start) / 1000, 1);
         return 0;
 }
 
@@ -539,7 +539,7 @@ static __always_inline int direct_begin(struct kiocb___direct *iocb, struct iov_
         if (!bdi)
                 return 0;
         bpf_probe_read_kernel_str(bk.bdi, sizeof(bk.bdi), bdi->dev_name);
-        hist_add(&bk, 0, 1, 1);
+        hist_add(&bk, 0, 1);
         return 0;
 }
 
