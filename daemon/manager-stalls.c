@@ -154,6 +154,7 @@ static int adapt_decide(Manager *m, EngineDevice *d, DeviceStalls *s, uint64_t n
                 .shadows_measured = win.has_shadows,
                 .shadows_reason = manager_shadows_reason(m),
                 .shadow_count = win.shadow_count,
+                .shadow_timed = win.shadow_timed,
                 .shadow_p99_usec = shadow_p99,
                 .shadow_max_usec = win.shadow_max_usec,
                 .held_on = manager_mirror_held_on(m, d),

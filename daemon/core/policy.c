@@ -147,12 +147,15 @@ static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, c
         return 0;
 }
 
-/* "p99 wait 12.5 ms over the last 3 s (40 waits, max 20.1 ms)", of the real or the shadow waits,
+/* "p99 wait 12.5 ms over the last 3 s (40 waits, max 20.1 ms)", of the real or the shadow waits
+ * ("(4000 shadow waits, 40 timed, max 20.1 ms)": the p99 of shadows is that of the timed ones),
  * with the verdict against the budget (over: exceeds it). */
 static char *figures_format(const AdaptInput *in, bool shadow, bool over) {
         char p99[32], max[32], window[32], budget[32];
         uint64_t count = shadow ? in->shadow_count : in->count;
+        uint64_t sample = shadow ? in->shadow_timed : in->count; /* what the p99 is taken from */
         const char *what = shadow ? "shadow " : "";
+        _cleanup_free_ char *waits = NULL;
 
         format_usec(shadow ? in->shadow_p99_usec : in->p99_usec, p99);
         format_usec(shadow ? in->shadow_max_usec : in->max_usec, max);
@@ -161,21 +164,24 @@ static char *figures_format(const AdaptInput *in, bool shadow, bool over) {
         if (count == 0)
                 return strdup_printf("no %sstable-pages waits in the last %s (budget %s)", what, window,
                                      budget);
-        if (count < in->min_waits)
-                return strdup_printf("%sp99 wait %s over the last %s (%" PRIu64 " %swaits, max %s): too few "
-                                     "waits to judge (StallMinWaits=%" PRIu64 ")",
-                                     what, p99, window, count, what, max, in->min_waits);
-        return strdup_printf("%sp99 wait %s over the last %s (%" PRIu64 " %swaits, max %s) %s "
-                             "StallBudgetMSec=%s",
-                             what, p99, window, count, what, max, over ? "exceeds" : "is within", budget);
+        waits = shadow ? strdup_printf("%" PRIu64 " shadow waits, %" PRIu64 " timed", count, sample)
+                       : strdup_printf("%" PRIu64 " waits", count);
+        if (!waits)
+                return NULL;
+        if (sample < in->min_waits)
+                return strdup_printf("%sp99 wait %s over the last %s (%s, max %s): too few %swaits to "
+                                     "judge (StallMinWaits=%" PRIu64 ")",
+                                     what, p99, window, waits, max, shadow ? "timed " : "", in->min_waits);
+        return strdup_printf("%sp99 wait %s over the last %s (%s, max %s) %s StallBudgetMSec=%s", what, p99,
+                             window, waits, max, over ? "exceeds" : "is within", budget);
 }
 
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
         char budget[32], calm[32], ago[32];
         bool over_real = in->measured && in->count > 0 && in->count >= in->min_waits &&
                          in->p99_usec > in->budget_usec;
-        bool over_shadow = in->measured && in->shadows_measured && in->shadow_count > 0 &&
-                           in->shadow_count >= in->min_waits && in->shadow_p99_usec > in->budget_usec;
+        bool over_shadow = in->measured && in->shadows_measured && in->shadow_timed > 0 &&
+                           in->shadow_timed >= in->min_waits && in->shadow_p99_usec > in->budget_usec;
         bool over = over_real || over_shadow;
         /* The side whose figures speak: the one over the budget, else the one the learned state
          * measures (shadows while off), else the one with waits. */

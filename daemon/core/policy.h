@@ -80,6 +80,7 @@ typedef struct AdaptInput {
                                      * while they are off */
         const char *shadows_reason; /* why not, when not (the probe's mode reason) */
         uint64_t shadow_count;      /* shadow waits in the window */
+        uint64_t shadow_timed;      /* those of them timed: the sample their p99 and max come from */
         uint64_t shadow_p99_usec;
         uint64_t shadow_max_usec;
         const char *held_on;  /* a risk verdict that keeps stable writes on (a mirror whose
@@ -87,7 +88,8 @@ typedef struct AdaptInput {
         uint64_t window_usec; /* StallWindowSec= */
         uint64_t budget_usec; /* StallBudgetMSec= */
         uint64_t calm_usec;   /* StallCalmSec= */
-        uint64_t min_waits;   /* StallMinWaits=: fewer waits in a window are not judged */
+        uint64_t min_waits;   /* StallMinWaits=: a p99 from fewer waits (timed ones for shadows) is
+                               * not judged */
         uint64_t now_usec;    /* CLOCK_REALTIME */
 } AdaptInput;
 
@@ -101,7 +103,8 @@ typedef struct AdaptDecision {
 /* The adaptive step of Policy=balanced for one disk and one stall window. The cost of stable
  * writes is judged on both sides by the same figure against the same budget: the p99 of the
  * real waits (while stable writes are in force) and of the shadow waits (while they are not: the
- * waits they would cause), each over at least min_waits waits. A recommended disk whose window
+ * waits they would cause), each taken from at least min_waits waits (for shadows: timed ones, the
+ * sample their p99 comes from). A recommended disk whose window
  * is over the budget learns off; it learns on again after calm_usec without a window over the
  * budget, which only a probe that measures shadow waits can see: without them a learned off is
  * kept, and the reason says why. No change follows another within calm_usec. held_on (a risk

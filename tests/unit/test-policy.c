@@ -82,9 +82,9 @@ typedef struct AdaptRow {
         Learned want;
         bool changed, over;
         const char *reason_part;
-        bool no_shadows;                      /* shadow waits are not measured */
-        uint64_t shadow_count, shadow_p99_ms; /* shadow waits in the window */
-        const char *held;                     /* a risk verdict that keeps stable writes on */
+        bool no_shadows;                                    /* shadow waits are not measured */
+        uint64_t shadow_count, shadow_timed, shadow_p99_ms; /* shadow waits in the window */
+        const char *held;                                   /* a risk verdict that keeps stable writes on */
 } AdaptRow;
 
 #define S USEC_PER_SEC
@@ -124,14 +124,23 @@ static const AdaptRow adapt_rows[] = {
         /* The other side: shadow waits while off, judged by the same budget. */
         { "off, shadow p99 over the budget: stays off", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000,
           1000, true, 0, 0, 5000, LEARNED_OFF, false, true,
-          "shadow p99 wait 128.0 ms over the last 30 s (40 shadow waits, max 130.0 ms) exceeds "
+          "shadow p99 wait 128.0 ms over the last 30 s (4000 shadow waits, 40 timed, max 130.0 ms) exceeds "
           "StallBudgetMSec=10.0 ms; stays off",
-          false, 40, 128 },
+          false, 4000, 40, 128 },
         { "off, shadow waits within the budget for the calm: on again", POLICY_BALANCED, NEED_RECOMMENDED,
           LEARNED_OFF, 1000, 3200, true, 0, 0, 5000, LEARNED_ON, true, false, "stable writes on again",
-          false, 40, 2 },
+          false, 40, 40, 2 },
         { "off, too few shadow waits to judge: calm", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF, 1000,
-          1000, true, 0, 0, 5000, LEARNED_ON, true, false, "stable writes on again", false, 9, 128 },
+          1000, true, 0, 0, 5000, LEARNED_ON, true, false, "stable writes on again", false, 9, 9, 128 },
+        /* The p99 of shadows is that of the timed ones: many counted, few timed is a handful. */
+        { "off, many shadow waits but too few timed: not judged", POLICY_BALANCED, NEED_RECOMMENDED,
+          LEARNED_OFF, 1000, 4990, true, 0, 0, 5000, LEARNED_OFF, false, false,
+          "shadow p99 wait 128.0 ms over the last 30 s (4000 shadow waits, 9 timed, max 130.0 ms): too few "
+          "timed waits to judge (StallMinWaits=10); off until calm",
+          false, 4000, 9, 128 },
+        { "off, shadow waits none timed yet: not judged", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF,
+          1000, 4990, true, 0, 0, 5000, LEARNED_OFF, false, false,
+          "(12 shadow waits, 0 timed, max 0 us): too few timed", false, 12, 0, 0 },
         { "off, shadows not measured: kept, and said so", POLICY_BALANCED, NEED_RECOMMENDED, LEARNED_OFF,
           1000, 1000, true, 0, 0, 9000, LEARNED_OFF, false, false,
           "shadow waits (what stable writes would cost now) are not measured (the probe's reason): keeping "
@@ -139,7 +148,7 @@ static const AdaptRow adapt_rows[] = {
           true },
         { "on, real waits over but a mirror verdict holds them on", POLICY_BALANCED, NEED_RECOMMENDED,
           LEARNED_ON, 1000, 0, true, 40, 128, 5000, LEARNED_ON, false, true,
-          "exceeds StallBudgetMSec=10.0 ms; stable writes stay on: its legs diverged", false, 0, 0,
+          "exceeds StallBudgetMSec=10.0 ms; stable writes stay on: its legs diverged", false, 0, 0, 0,
           "its legs diverged" },
         { "required: never relaxed, cost and reason reported", POLICY_BALANCED, NEED_REQUIRED, LEARNED_NONE,
           0, 0, true, 40, 128, 5000, LEARNED_NONE, false, true,
@@ -177,7 +186,8 @@ static unsigned simulate(uint64_t period, bool steady, bool shadows) {
                                   .p99_usec = over ? 50 * USEC_PER_MSEC : USEC_PER_MSEC,
                                   .max_usec = 60 * USEC_PER_MSEC,
                                   .shadows_measured = shadows,
-                                  .shadow_count = shadow_over && shadows ? 10 : 0,
+                                  .shadow_count = shadow_over && shadows ? 1000 : 0,
+                                  .shadow_timed = shadow_over && shadows ? 10 : 0,
                                   .shadow_p99_usec = shadow_over && shadows ? 50 * USEC_PER_MSEC : 0,
                                   .shadow_max_usec = shadow_over && shadows ? 60 * USEC_PER_MSEC : 0,
                                   .window_usec = 10 * S,
@@ -218,8 +228,9 @@ static void test_adapt(void) {
                         .shadows_measured = !t->no_shadows,
                         .shadows_reason = "the probe's reason",
                         .shadow_count = t->shadow_count,
+                        .shadow_timed = t->shadow_timed,
                         .shadow_p99_usec = t->shadow_p99_ms * USEC_PER_MSEC,
-                        .shadow_max_usec = t->shadow_count ? 130 * USEC_PER_MSEC : 0,
+                        .shadow_max_usec = t->shadow_timed ? 130 * USEC_PER_MSEC : 0,
                         .held_on = t->held,
                         .window_usec = 30 * S,
                         .budget_usec = 10 * USEC_PER_MSEC,
