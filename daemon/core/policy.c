@@ -147,13 +147,26 @@ static int adapt(AdaptDecision *ret, Learned learned, bool changed, bool over, c
         return 0;
 }
 
+/* The waits the p99 of one side is taken from: every real wait; of the shadow waits, the timed. */
+static uint64_t p99_sample(const AdaptInput *in, bool shadow) {
+        return shadow ? in->shadow_timed : in->count;
+}
+
+/* Whether one side's p99 is judged (taken from at least min_waits waits) and exceeds the budget. */
+static bool side_over(const AdaptInput *in, bool shadow) {
+        uint64_t n = p99_sample(in, shadow);
+
+        return n > 0 && n >= in->min_waits &&
+               (shadow ? in->shadow_p99_usec : in->p99_usec) > in->budget_usec;
+}
+
 /* "p99 wait 12.5 ms over the last 3 s (40 waits, max 20.1 ms)", of the real or the shadow waits
  * ("(4000 shadow waits, 40 timed, max 20.1 ms)": the p99 of shadows is that of the timed ones),
  * with the verdict against the budget (over: exceeds it). */
 static char *figures_format(const AdaptInput *in, bool shadow, bool over) {
         char p99[32], max[32], window[32], budget[32];
         uint64_t count = shadow ? in->shadow_count : in->count;
-        uint64_t sample = shadow ? in->shadow_timed : in->count; /* what the p99 is taken from */
+        uint64_t sample = p99_sample(in, shadow);
         const char *what = shadow ? "shadow " : "";
         _cleanup_free_ char *waits = NULL;
 
@@ -178,10 +191,8 @@ static char *figures_format(const AdaptInput *in, bool shadow, bool over) {
 
 int policy_adapt(const AdaptInput *in, AdaptDecision *ret) {
         char budget[32], calm[32], ago[32];
-        bool over_real = in->measured && in->count > 0 && in->count >= in->min_waits &&
-                         in->p99_usec > in->budget_usec;
-        bool over_shadow = in->measured && in->shadows_measured && in->shadow_timed > 0 &&
-                           in->shadow_timed >= in->min_waits && in->shadow_p99_usec > in->budget_usec;
+        bool over_real = in->measured && side_over(in, false);
+        bool over_shadow = in->measured && in->shadows_measured && side_over(in, true);
         bool over = over_real || over_shadow;
         /* The side whose figures speak: the one over the budget, else the one the learned state
          * measures (shadows while off), else the one with waits. */
